@@ -1,0 +1,112 @@
+"""The assembler: config x turn -> everything the persona is given at that turn.
+
+It combines the intensity resolver, the phase schedule, the injection scheduler and the prompt
+builder. It has no randomness and no I/O: the same config and turn always give the same plan,
+which is what makes ``dry-run``, golden tests and resumed runs trustworthy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import msgspec
+
+from loom_sim.assembler.injection import InjectionKind, InjectionScheduler
+from loom_sim.assembler.intensity import IntensityResolver, level_of
+from loom_sim.assembler.phases import PhaseSchedule, PhaseWindow
+from loom_sim.assembler.prompt_builder import PromptBlocks, PromptBuilder, RevelationChoice
+from loom_sim.assembler.templates import TEMPLATE_VERSION
+from loom_sim.config.models import LoomConfig, TrajectoryMode
+from loom_sim.errors import LoomError
+
+
+class TurnPlan(msgspec.Struct, frozen=True):
+    """What the assembler prescribes for one turn (0-based)."""
+
+    turn: int
+    turns: int | None
+    progress: float
+    phase: str
+    phase_index: int
+    intensities: dict[str, float]
+    levels: dict[str, str | None]
+    injection: str  # an InjectionKind value
+    prompt: PromptBlocks
+    reminder: str | None
+    revelations: list[RevelationChoice]
+    response_length: str
+    template_version: str = TEMPLATE_VERSION
+
+
+class Assembler:
+    """Builds the :class:`TurnPlan` of any turn of a conversation of ``turns`` turns.
+
+    In ``fixed_length`` mode the trajectory stretches to the conversation: ``turns`` (default
+    ``expected_turns``) is also the horizon curves and percentage phases are measured on. In the
+    other modes the horizon stays ``expected_turns`` and ``turns`` only limits the length.
+    """
+
+    def __init__(self, config: LoomConfig, turns: int | None = None):
+        trajectory = config.trajectory
+        if turns is not None and turns < 1:
+            raise LoomError(f"the number of turns must be at least 1, got {turns}")
+        self.config = config
+        self.turns = turns if turns is not None else trajectory.expected_turns
+        horizon = self.turns if trajectory.mode is TrajectoryMode.FIXED_LENGTH else trajectory.expected_turns
+        self.intensity = IntensityResolver(config, horizon)
+        self.phases = PhaseSchedule(config, horizon)
+        self.injections = InjectionScheduler(config.interaction.injection)
+        self.builder = PromptBuilder(config)
+
+    def plan(self, turn: int, fired: Mapping[str, int] | None = None) -> TurnPlan:
+        """The plan for ``turn``; ``fired`` maps trigger phases to the turn their condition held."""
+        phase = self.phases.at(turn, fired)
+        intensities = self.intensity.resolve(turn)
+        dims = self.config.trajectory.dimensions
+        injection = self.injections.kind(turn, phase_starts=phase.start == turn)
+        revelations = self.builder.revelations(phase, intensities)
+        reminder = None
+        if injection is InjectionKind.REMINDER:
+            reminder = self.builder.reminder(
+                turn=turn, turns=self.turns, phase=phase, intensities=intensities
+            )
+        length = self.config.interaction.response_length
+        return TurnPlan(
+            turn=turn,
+            turns=self.turns,
+            progress=self.intensity.progress(turn),
+            phase=phase.name,
+            phase_index=phase.index,
+            intensities=intensities,
+            levels={name: level_of(dims[name], v) for name, v in intensities.items()},
+            injection=injection.value,
+            prompt=self.builder.build(
+                turn=turn,
+                turns=self.turns,
+                phase=phase,
+                intensities=intensities,
+                revelations=revelations,
+            ),
+            reminder=reminder,
+            revelations=revelations,
+            response_length=length.by_phase.get(phase.name, length.default),
+        )
+
+    def plans(self) -> Iterator[TurnPlan]:
+        """Every turn's plan, in order (no trigger fires: there is no conversation to judge)."""
+        if self.turns is None:
+            raise LoomError(
+                "this trajectory has no expected_turns; say how many turns to plan (--turns N)"
+            )
+        for turn in range(self.turns):
+            yield self.plan(turn)
+
+    def empty_phases(self) -> list[str]:
+        """Phases that get no turns in a conversation this short (with no triggers firing)."""
+        if self.turns is None:
+            return []
+        reached = {self.phases.at(t).index for t in range(self.turns)}
+        return [p.name for i, p in enumerate(self.config.trajectory.phases) if i not in reached]
+
+    def phase_window(self, turn: int) -> PhaseWindow:
+        return self.phases.at(turn)

@@ -1,0 +1,65 @@
+"""The ``loom-sim`` command line.
+
+One error boundary for every command: a :class:`~loom_sim.errors.LoomError` is the user's to fix
+and is printed as plain lines; anything else is loom-sim's bug and is reported as such in one
+line (``LOOM_SIM_DEBUG=1`` shows the traceback). Nobody sees a traceback by accident.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from loom_sim import __version__
+from loom_sim.errors import LoomError
+
+
+class _UserError(click.ClickException):
+    def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
+        click.echo(self.format_message(), err=True)
+
+
+class LoomGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except LoomError as err:
+            raise _UserError(str(err)) from None
+        except KeyboardInterrupt:
+            raise click.Abort() from None
+        except BrokenPipeError:
+            # `loom-sim dry-run ... | head`: the reader left; that is not an error.
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+            raise click.exceptions.Exit(0) from None
+        except Exception as err:
+            if os.environ.get("LOOM_SIM_DEBUG"):
+                raise
+            raise _UserError(
+                f"internal error ({type(err).__name__}: {err}); this is a loom-sim bug — "
+                "rerun with LOOM_SIM_DEBUG=1 for the traceback and report it"
+            ) from None
+
+
+@click.group(cls=LoomGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="loom-sim")
+def cli() -> None:
+    """Faithful long-horizon persona simulation with LLMs."""
+
+
+def _register() -> None:
+    from loom_sim.cli import dry_run, schema, validate
+
+    cli.add_command(validate.validate)
+    cli.add_command(schema.schema)
+    cli.add_command(dry_run.dry_run)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="loom-sim")

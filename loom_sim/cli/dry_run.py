@@ -1,0 +1,64 @@
+"""``loom-sim dry-run CONFIG``: what the persona would be given at every turn; no model calls."""
+
+from __future__ import annotations
+
+import click
+import msgspec
+
+from loom_sim.assembler import Assembler, InjectionKind, TurnPlan
+from loom_sim.assembler.templates import TEMPLATE_VERSION
+from loom_sim.config import load_config
+
+
+@click.command("dry-run")
+@click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=str))
+@click.option("--turns", "-n", type=click.IntRange(min=1), help="Conversation length (default: expected_turns).")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="`json`: one JSON object per turn (JSON Lines).",
+)
+@click.option("--full", is_flag=True, help="Text format: print the whole prompt at every turn, not only where it is injected.")
+def dry_run(config_path: str, turns: int | None, fmt: str, full: bool) -> None:
+    """Show each turn's phase, intensities, injection and assembled prompt."""
+    config = load_config(config_path)
+    assembler = Assembler(config, turns)
+    plans = assembler.plans()
+    empty = assembler.empty_phases()
+    if empty:
+        click.echo(
+            f"note: with {assembler.turns} turns these phases get no turns: {', '.join(empty)}",
+            err=True,
+        )
+    if fmt == "json":
+        encoder = msgspec.json.Encoder()
+        for plan in plans:
+            click.echo(encoder.encode(plan).decode())
+        return
+    click.echo(
+        f"{config.persona_name} · {config.trajectory.mode.value} · {assembler.turns} turns · "
+        f"templates {TEMPLATE_VERSION}"
+    )
+    last_full: int | None = None
+    for plan in plans:
+        click.echo("")
+        click.echo(click.style(_header(plan), bold=True))
+        if plan.injection == InjectionKind.FULL or full:
+            click.echo(_indent(plan.prompt.render()))
+        if plan.injection == InjectionKind.FULL:
+            last_full = plan.turn
+        elif plan.injection == InjectionKind.REMINDER:
+            click.echo(_indent(plan.reminder or ""))
+        elif not full:
+            click.echo(_indent(f"(no injection: the persona keeps its turn-{last_full} prompt)"))
+
+
+def _header(plan: TurnPlan) -> str:
+    parts = [f"turn {plan.turn}", f"phase {plan.phase}", f"injection {plan.injection}"]
+    for name, value in plan.intensities.items():
+        level = plan.levels.get(name)
+        parts.append(f"{name} {value:.2f}" + (f" ({level})" if level else ""))
+    return " · ".join(parts)
+
+
+def _indent(text: str) -> str:
+    return "\n".join(("    " + line) if line else "" for line in text.splitlines())

@@ -1,0 +1,226 @@
+"""Loading a config file: text -> YAML -> validated ``LoomConfig``, or every problem, located.
+
+All problems are collected before anything is raised: the YAML's duplicate keys, pydantic's
+field errors, and the cross-field rules (run on every section that did validate). Each becomes
+an :class:`Issue` with ``file:line:column`` and a field path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from loom_sim.config.errors import ConfigError, Issue, Loc
+from loom_sim.config.models import (
+    InteractionSpec,
+    LoomConfig,
+    SafetySpec,
+    TrajectorySpec,
+)
+from loom_sim.config.rules import Sections, check, check_sections
+from loom_sim.config.yaml_source import YamlSource, parse_yaml, read_text
+
+
+def load_config(path: str | Path) -> LoomConfig:
+    """Load and validate a config file; raise :class:`ConfigError` listing every problem."""
+    path = Path(path)
+    return parse_config(read_text(path), str(path))
+
+
+def parse_config(text: str, source: str = "<config>") -> LoomConfig:
+    """Validate config text; ``source`` names it in error messages."""
+    src = parse_yaml(text, source)
+    if not isinstance(src.data, dict):
+        found = type(src.data).__name__ if src.data is not None else "nothing"
+        found = {"list": "a list", "str": "a plain string", "NoneType": "nothing"}.get(found, found)
+        raise ConfigError(
+            source,
+            [Issue((), f"the top level must be a mapping of sections (schema_version, persona, "
+                       f"trajectory, ...), found {found}", 1, 1)],
+        )
+
+    issues = list(src.duplicates)
+    config: LoomConfig | None = None
+    try:
+        config = LoomConfig.model_validate(src.data, context={"defer_rules": True})
+    except ValidationError as err:
+        issues += [_issue_from_pydantic(e, src) for e in err.errors(include_url=False)]
+
+    if config is not None:
+        rule_issues = check(config)
+    else:
+        rule_issues = check_sections(_valid_sections(src.data))
+    issues += [_place(issue, src) for issue in rule_issues]
+
+    if issues:
+        raise ConfigError(source, _dedupe(issues))
+    assert config is not None
+    return config
+
+
+def _valid_sections(data: dict[str, Any]) -> Sections:
+    """Validate the sections the rules need one by one, keeping those that pass."""
+
+    def section(name: str, model: type[BaseModel], default: bool) -> Any:
+        if name not in data:
+            return model() if default else None
+        try:
+            return model.model_validate(data[name])
+        except ValidationError:
+            return None  # its own errors are already reported
+
+    return Sections(
+        trajectory=section("trajectory", TrajectorySpec, default=False),
+        safety=section("safety", SafetySpec, default=True),
+        interaction=section("interaction", InteractionSpec, default=True),
+    )
+
+
+def _place(issue: Issue, src: YamlSource) -> Issue:
+    path, pos = src.locate(issue.loc)
+    if pos is None:
+        return Issue(path, issue.message)
+    return Issue(path, issue.message, pos.line, pos.column)
+
+
+def _dedupe(issues: list[Issue]) -> list[Issue]:
+    seen: set[tuple] = set()
+    out = []
+    for issue in issues:
+        key = (issue.loc, issue.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(issue)
+    return out
+
+
+# ─── pydantic errors, in words for people ───────────────────────────────────
+
+
+def _issue_from_pydantic(error: dict[str, Any], src: YamlSource) -> Issue:
+    loc: Loc = tuple(error["loc"])
+    kind = error["type"]
+    message = error["msg"]
+    value = error.get("input")
+
+    if kind == "extra_forbidden":
+        key = loc[-1]
+        message = f"unknown key {key!r}" + _suggest(loc, src)
+    elif kind == "missing":
+        message = "missing required field"
+    elif kind == "union_tag_invalid":
+        tag = error.get("ctx", {}).get("tag")
+        expected = error.get("ctx", {}).get("expected_tags", "")
+        options = [t.strip().strip("'") for t in str(expected).split(",")]
+        close = difflib.get_close_matches(str(tag), options, n=1)
+        message = f"unknown type {tag!r}; expected one of {expected}"
+        if close:
+            message += f" (did you mean {close[0]!r}?)"
+        loc = loc + ("type",)
+    elif kind == "union_tag_not_found":
+        message = "missing `type` (e.g. type: linear)"
+    elif kind in ("value_error", "assertion_error"):
+        message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    else:
+        message = message[0].lower() + message[1:] if message else kind
+        message = message.replace("input should be", "must be")
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "...'"
+            message += f", got {shown}"
+        if kind in ("literal_error", "enum") and isinstance(value, str):
+            expected = str(error.get("ctx", {}).get("expected", ""))
+            options = [t.strip().strip("'") for t in expected.replace(" or ", ",").split(",")]
+            close = difflib.get_close_matches(value, options, n=1)
+            if close:
+                message += f" (did you mean {close[0]!r}?)"
+    return _place(Issue(loc, message), src)
+
+
+def _suggest(loc: Loc, src: YamlSource) -> str:
+    """A hint for an unknown key: a close sibling name, or where that field really belongs."""
+    key = str(loc[-1])
+    parent_model = _model_at(LoomConfig, loc[:-1], src.data)
+    if parent_model is None:
+        return ""
+    siblings = list(parent_model.model_fields)
+    close = difflib.get_close_matches(key, siblings, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    homes = sorted(_homes_of(key, LoomConfig, "", set()))
+    if homes:
+        return f"; {key!r} belongs under {' or '.join(homes)}"
+    return "; known keys here: " + ", ".join(siblings)
+
+
+def _model_at(model: type[BaseModel], loc: Loc, data: Any) -> type[BaseModel] | None:
+    """The model class that validates the mapping at ``loc`` (through dicts, lists, unions)."""
+    current: Any = model
+    node = data
+    for part in loc:
+        current = _unwrap(current, node)
+        origin = typing.get_origin(current)
+        if origin is list:
+            current = typing.get_args(current)[0]
+            node = node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None
+        elif origin is dict:
+            current = typing.get_args(current)[1]
+            node = node.get(part) if isinstance(node, dict) else None
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                continue  # a union tag segment such as "sigmoid"
+            current = field.annotation
+            node = node.get(part) if isinstance(node, dict) else None
+        else:
+            return None
+    current = _unwrap(current, node)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any, node: Any) -> Any:
+    """Strip Optional and Annotated; pick the union member that ``node`` selects by its type."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            tag = node.get("type") if isinstance(node, dict) else None
+            annotation = next(
+                (
+                    m
+                    for m in members
+                    if isinstance(m, type)
+                    and issubclass(m, BaseModel)
+                    and "type" in m.model_fields
+                    and tag in typing.get_args(m.model_fields["type"].annotation)
+                ),
+                members[0],
+            )
+        else:
+            return annotation
+
+
+def _homes_of(key: str, annotation: Any, path: str, seen: set) -> set[str]:
+    """Schema paths (``trajectory.dimensions.<name>.curve``) of every mapping with field ``key``."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated or origin in (typing.Union, types.UnionType):
+        return set().union(*(_homes_of(key, a, path, seen) for a in typing.get_args(annotation)))
+    if origin is list:
+        return _homes_of(key, typing.get_args(annotation)[0], path + "[]", seen)
+    if origin is dict:
+        return _homes_of(key, typing.get_args(annotation)[1], path + ".<name>", seen)
+    if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        return set()
+    if (annotation, path) in seen:
+        return set()
+    seen.add((annotation, path))
+    homes = {path or "the top level"} if key in annotation.model_fields else set()
+    for name, field in annotation.model_fields.items():
+        homes |= _homes_of(key, field.annotation, f"{path}.{name}" if path else name, seen)
+    return homes

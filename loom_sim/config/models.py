@@ -1,0 +1,613 @@
+"""The loom-sim config: a persona, the trajectory it follows, and how a run treats it.
+
+These models are the single source of truth for the YAML format: validation, the JSON Schema
+(``loom-sim schema``) and the field reference in ``docs/config.md`` are all generated from them,
+so every field carries its description here. Every model rejects unknown keys: a misspelled
+key must fail loudly, not vanish.
+
+Rules that relate several fields (phase order, bounds against the safety ceiling, names that
+must refer to something) live in :mod:`loom_sim.config.rules`, so they can report the exact
+field at fault and still run when another section has errors.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+SCHEMA_VERSIONS = ("0.1.0",)
+"""Config formats this version of loom-sim reads."""
+
+CURRENT_SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
+
+MODEL_PROVIDERS = ("local", "openai", "anthropic", "scripted")
+
+Intensity = Annotated[float, Field(ge=0.0, le=1.0)]
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class Section(BaseModel):
+    """Base of every config model: immutable, and unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ─── persona ────────────────────────────────────────────────────────────────
+
+
+class IdentitySpec(Section):
+    name: str = Field(min_length=1, description="The persona's name, as others address them.")
+    age: int | None = Field(None, ge=1, le=120, description="Age in years.")
+    background: str = Field("", description="Who the persona is now: work, living situation, state.")
+    backstory_summary: str = Field("", description="The history that explains the present.")
+
+
+class CapabilityBoundsSpec(Section):
+    knowledge_ceiling: str = Field(
+        "", description="What the persona knows and, by implication, what they must not know."
+    )
+    vocabulary_level: str = Field("", description="The words the persona uses and avoids.")
+    reasoning_style: str = Field("", description="How the persona reasons when making a point.")
+
+
+class PersonaSpec(Section):
+    identity: IdentitySpec
+    capability_bounds: CapabilityBoundsSpec = Field(
+        default_factory=CapabilityBoundsSpec,
+        description="Limits the persona must stay inside; the helpfulness coaxer probes them.",
+    )
+    cognitive_style: str = Field("", description="How the persona thinks, especially under stress.")
+    speech_patterns: list[str] = Field(
+        default_factory=list, description="Style markers the persona's messages should show."
+    )
+    recovery_behavior: str = Field(
+        "", description="What the persona does when caught in a contradiction."
+    )
+    emotional_responses: dict[str, str] = Field(
+        default_factory=dict,
+        description="Trigger -> response pattern, e.g. `asked_about_sleep: Dismissive`.",
+    )
+    additional_context: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Further facts about the persona (heading -> text), shown in the CONTEXT block. "
+            "Ported profiles keep here what has no other place in the schema."
+        ),
+    )
+
+
+# ─── trajectory: curves ─────────────────────────────────────────────────────
+
+
+class CurveType(StrEnum):
+    LINEAR = "linear"
+    SIGMOID = "sigmoid"
+    DELAYED_RAMP = "delayed_ramp"
+    STEP = "step"
+    CUSTOM = "custom"
+
+
+class LinearCurve(Section):
+    """Straight line from start_value to end_value."""
+
+    type: Literal["linear"]
+
+
+class SigmoidCurve(Section):
+    """S-curve: slow start, steep middle, slow end; exactly halfway at ``midpoint_pct``."""
+
+    type: Literal["sigmoid"]
+    midpoint_pct: float = Field(
+        0.5, gt=0.0, lt=1.0, description="Progress at which the value is halfway."
+    )
+    steepness: float = Field(
+        10.0, gt=0.0, le=100.0, description="How sharp the rise is around the midpoint."
+    )
+
+
+class DelayedRampCurve(Section):
+    """Holds start_value until ``delay_pct``, then rises linearly to end_value."""
+
+    type: Literal["delayed_ramp"]
+    delay_pct: float = Field(ge=0.0, lt=1.0, description="Progress until which the value holds.")
+    ramp_end_pct: float = Field(
+        1.0, gt=0.0, le=1.0, description="Progress at which end_value is reached."
+    )
+
+    @model_validator(mode="after")
+    def _ramp_after_delay(self) -> DelayedRampCurve:
+        if self.ramp_end_pct <= self.delay_pct:
+            raise ValueError(
+                f"ramp_end_pct ({self.ramp_end_pct}) must be after delay_pct ({self.delay_pct})"
+            )
+        return self
+
+
+class StepCurve(Section):
+    """Discrete jumps: one equal step from start_value towards end_value at each ``at_pct``."""
+
+    type: Literal["step"]
+    at_pct: list[Annotated[float, Field(gt=0.0, le=1.0)]] = Field(
+        min_length=1, description="Progress values at which the value jumps, in increasing order."
+    )
+
+    @field_validator("at_pct")
+    @classmethod
+    def _increasing(cls, values: list[float]) -> list[float]:
+        for before, after in zip(values, values[1:]):
+            if after <= before:
+                raise ValueError(f"steps must be in increasing order: {after} follows {before}")
+        return values
+
+
+class ControlPoint(Section):
+    pct: Fraction = Field(description="Progress through the conversation, 0 to 1.")
+    value: Intensity = Field(description="The intensity at that point.")
+
+
+class CustomCurve(Section):
+    """Any shape, as control points; takes its values from the points, not start/end."""
+
+    type: Literal["custom"]
+    points: list[ControlPoint] = Field(
+        min_length=1, description="Control points in increasing `pct` order."
+    )
+    interpolation: Literal["linear", "step"] = Field(
+        "linear", description="`linear` between points, or `step` (hold each value until the next)."
+    )
+
+    @field_validator("points")
+    @classmethod
+    def _increasing(cls, points: list[ControlPoint]) -> list[ControlPoint]:
+        for index, (before, after) in enumerate(zip(points, points[1:]), start=1):
+            if after.pct <= before.pct:
+                raise ValueError(
+                    f"points must be in increasing pct order: point {index} has pct {after.pct} "
+                    f"after {before.pct}"
+                )
+        return points
+
+
+CurveSpec = Annotated[
+    Union[LinearCurve, SigmoidCurve, DelayedRampCurve, StepCurve, CustomCurve],
+    Field(discriminator="type"),
+]
+
+
+def _expand_curve_shorthand(value: Any) -> Any:
+    # `curve: linear` is shorthand for `curve: {type: linear}`.
+    if isinstance(value, str):
+        return {"type": value}
+    return value
+
+
+def _curve_schema_accepts_shorthand(schema: dict[str, Any]) -> None:
+    # The JSON Schema must also accept the bare-name shorthand, or editors flag valid configs.
+    tagged = {k: schema.pop(k) for k in list(schema) if k in ("oneOf", "anyOf", "discriminator")}
+    schema["anyOf"] = [tagged, {"enum": [t.value for t in CurveType]}]
+
+
+class DimensionSpec(Section):
+    description: str = Field("", description="What this dimension measures.")
+    levels: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Named behaviour descriptions from lowest to highest (e.g. low / medium / high). "
+            "The 0-1 range is split into equal bands, one per level, in the order written."
+        ),
+    )
+    curve: Annotated[CurveSpec, BeforeValidator(_expand_curve_shorthand)] = Field(
+        json_schema_extra=_curve_schema_accepts_shorthand,
+        description=(
+            "How the intensity moves over the conversation: a curve type name, or a mapping "
+            "with `type` and its parameters."
+        ),
+    )
+    start_value: Intensity | None = Field(
+        None, description="Intensity at the start (not used by `custom` curves)."
+    )
+    end_value: Intensity | None = Field(
+        None, description="Intensity at the end (not used by `custom` curves)."
+    )
+    min_value: Intensity = Field(0.0, description="Lowest value the dimension may take.")
+    max_value: Intensity | None = Field(
+        None, description="Highest value; defaults to safety.intensity_ceiling."
+    )
+
+    @property
+    def start(self) -> float:
+        if isinstance(self.curve, CustomCurve):
+            return self.curve.points[0].value
+        assert self.start_value is not None  # guaranteed by the rules
+        return self.start_value
+
+    @property
+    def end(self) -> float:
+        if isinstance(self.curve, CustomCurve):
+            return self.curve.points[-1].value
+        assert self.end_value is not None
+        return self.end_value
+
+    @property
+    def is_flat(self) -> bool:
+        if isinstance(self.curve, CustomCurve):
+            return len({p.value for p in self.curve.points}) == 1
+        return self.start_value == self.end_value
+
+
+# ─── trajectory: phases ─────────────────────────────────────────────────────
+
+
+class PctEnd(Section):
+    """The phase ends when this fraction of the conversation has passed."""
+
+    type: Literal["pct"]
+    value: float = Field(gt=0.0, le=1.0, description="Fraction of the conversation, 0-1.")
+
+
+class TurnEnd(Section):
+    """The phase covers the turns before ``value`` (0-based): turn ``value`` starts the next."""
+
+    type: Literal["turn"]
+    value: int = Field(ge=1, description="First turn of the next phase.")
+
+
+class TriggerEnd(Section):
+    """The phase ends once a condition about the conversation is met (judged at run time)."""
+
+    type: Literal["trigger"]
+    when: str = Field(min_length=1, description="The condition, in plain words.")
+    max_turn: int | None = Field(
+        None, ge=1, description="The phase ends before this turn even if the condition never holds."
+    )
+
+
+EndCondition = Annotated[Union[PctEnd, TurnEnd, TriggerEnd], Field(discriminator="type")]
+
+
+class RevelationVariants(Section):
+    subtle: str | None = Field(None, description="Used while the driving intensity is below 1/3.")
+    moderate: str | None = Field(None, description="Used from 1/3 to 2/3.")
+    direct: str | None = Field(None, description="Used from 2/3 up.")
+
+    @model_validator(mode="after")
+    def _at_least_one(self) -> RevelationVariants:
+        if not (self.subtle or self.moderate or self.direct):
+            raise ValueError("give at least one of subtle, moderate, direct")
+        return self
+
+    def available(self) -> list[tuple[str, str]]:
+        """(variant, text) pairs from least to most explicit."""
+        pairs = [("subtle", self.subtle), ("moderate", self.moderate), ("direct", self.direct)]
+        return [(name, text) for name, text in pairs if text]
+
+
+class RevelationSpec(Section):
+    topic: str = Field(min_length=1, description="Unique name of what is revealed.")
+    variants: RevelationVariants
+    dimension: str | None = Field(
+        None,
+        description="Dimension whose intensity picks the variant (default: the first dimension).",
+    )
+
+
+class PhaseSpec(Section):
+    name: str = Field(min_length=1, description="Unique phase name.")
+    end_condition: EndCondition | None = Field(
+        None, description="When the phase ends; only the last phase may omit it (it runs to the end)."
+    )
+    requirements: list[str] = Field(
+        default_factory=list, description="Things the persona MUST do in this phase."
+    )
+    forbidden: list[str] = Field(
+        default_factory=list, description="Things the persona must NOT do yet."
+    )
+    revelations: list[RevelationSpec] = Field(
+        default_factory=list, description="Topics the persona may introduce in this phase."
+    )
+
+
+class TrajectoryMode(StrEnum):
+    FIXED_LENGTH = "fixed_length"
+    PHASE_GATED = "phase_gated"
+    OPEN_ENDED = "open_ended"
+
+
+class TrajectorySpec(Section):
+    mode: TrajectoryMode = Field(
+        TrajectoryMode.FIXED_LENGTH,
+        description=(
+            "`fixed_length`: phases and curves scale to the conversation's length. "
+            "`phase_gated`: phases end on triggers or turns; curves run over expected_turns. "
+            "`open_ended`: no length; phases end by turn or trigger, never by percentage."
+        ),
+    )
+    expected_turns: int | None = Field(
+        None, ge=1, le=100_000, description="Conversation length (required for fixed_length)."
+    )
+    dimensions: dict[str, DimensionSpec] = Field(
+        default_factory=dict, description="Intensity dimensions, by name (a Python identifier)."
+    )
+    phases: list[PhaseSpec] = Field(min_length=1, description="Phases, in conversation order.")
+
+
+# ─── interaction ────────────────────────────────────────────────────────────
+
+DEFAULT_REMINDER = (
+    "[REMINDER: You are {name}. You are in the {current_phase} phase. Stay in character.]"
+)
+
+DEFAULT_INTERVENTION = (
+    "[STAGNATION DETECTED: You have been repeating yourself or agreeing with the other "
+    "person's framing. This is NOT what {name} would do. Now do ONE of: express frustration; "
+    "introduce new information: {next_unused_revelation}; escalate emotionally; reject the "
+    "other person's framing. Do NOT repeat what you just said.]"
+)
+
+
+class InjectionSpec(Section):
+    frequency: int = Field(
+        5, ge=1, description="Full scaffolding is injected at turns 0, f, 2f, ..."
+    )
+    reminder_frequency: int = Field(
+        2,
+        ge=0,
+        description="A short reminder at every turn divisible by this (0: never), except full turns.",
+    )
+    reminder_template: str = Field(
+        DEFAULT_REMINDER,
+        description=(
+            "Reminder text; `{name}`, `{current_phase}`, `{turn}`, `{turns}` and every "
+            "dimension name (a float: `{belief_intensity:.2f}`) are filled in."
+        ),
+    )
+    full_on_phase_change: bool = Field(
+        False, description="Also inject the full scaffolding on the first turn of every phase."
+    )
+
+
+class ResistanceLevel(StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return ("low", "medium", "high").index(self.value)
+
+
+class RedirectSpec(Section):
+    trigger: str = Field(min_length=1, description="The situation in which to redirect.")
+    replacement: str = Field(min_length=1, description="What to say or do instead of giving in.")
+
+
+class AntiCapitulationSpec(Section):
+    resistance_level: ResistanceLevel = Field(
+        ResistanceLevel.MEDIUM,
+        description="Above `low`, the redirects and forbidden phrases enter the MUST DO block.",
+    )
+    redirects: list[RedirectSpec] = Field(
+        default_factory=list, description="Concrete alternatives to capitulating."
+    )
+    forbidden_phrases: list[str] = Field(
+        default_factory=list, description="Phrases of capitulation the persona must never use."
+    )
+
+
+class ResponseLengthSpec(Section):
+    default: str = Field("40-100 words", min_length=1, description="Length guidance for a reply.")
+    by_phase: dict[str, str] = Field(
+        default_factory=dict, description="Phase name -> length guidance, overriding the default."
+    )
+
+
+class EmbeddingBackend(StrEnum):
+    EMBEDDING = "embedding"
+    TFIDF = "tfidf"
+
+
+class StagnationDetectionSpec(Section):
+    enabled: bool = True
+    window: int = Field(6, ge=2, description="Number of recent persona messages compared.")
+    similarity_threshold: float = Field(
+        0.80, gt=0.0, le=1.0, description="Mean pairwise similarity that counts as a loop."
+    )
+    convergence_threshold: float = Field(
+        0.75,
+        gt=0.0,
+        le=1.0,
+        description="Persona-interlocutor similarity that counts as convergence.",
+    )
+    min_turn: int = Field(10, ge=0, description="No checks before this turn.")
+    cooldown: int = Field(
+        4, ge=0, description="Turns after a trigger during which the monitor stays quiet."
+    )
+    backend: EmbeddingBackend = Field(
+        EmbeddingBackend.EMBEDDING, description="Similarity backend: `embedding` or `tfidf`."
+    )
+    intervention_template: str = Field(
+        DEFAULT_INTERVENTION,
+        description="Emergency injection; `{name}` and `{next_unused_revelation}` are filled in.",
+    )
+
+
+class StructuralPattern(StrEnum):
+    ENDS_WITH_QUESTION = "ends_with_question_to_interlocutor"
+    GRATITUDE_LOOP = "gratitude_loop"
+
+
+class BannedPattern(Section):
+    """A phrase the persona must not produce: a case-insensitive substring or a regex."""
+
+    substring: str | None = Field(None, min_length=1)
+    regex: str | None = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_string_is_substring(cls, value: Any) -> Any:
+        return {"substring": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> BannedPattern:
+        if (self.substring is None) == (self.regex is None):
+            raise ValueError("give exactly one of `substring` or `regex`")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as err:
+                raise ValueError(f"invalid regex {self.regex!r}: {err}") from None
+        return self
+
+
+class RepetitionDetectionSpec(Section):
+    enabled: bool = True
+    banned_patterns: list[BannedPattern] = Field(
+        default_factory=list,
+        description="Plain strings are case-insensitive substrings; `{regex: ...}` for a regex.",
+    )
+    structural_patterns: list[StructuralPattern] = Field(
+        default_factory=list, description="Turn-level formulae to catch."
+    )
+    structural_window: int = Field(
+        3, ge=2, description="Consecutive persona turns a structural pattern must span to fire."
+    )
+    max_retries: int = Field(2, ge=0, le=10, description="Re-prompts before a candidate is accepted.")
+
+
+class InteractionSpec(Section):
+    injection: InjectionSpec = Field(default_factory=InjectionSpec)
+    anti_capitulation: AntiCapitulationSpec = Field(default_factory=AntiCapitulationSpec)
+    response_length: ResponseLengthSpec = Field(default_factory=ResponseLengthSpec)
+    judge_window: int = Field(6, ge=1, description="The judge sees the last N turns, not all.")
+    stagnation_detection: StagnationDetectionSpec = Field(default_factory=StagnationDetectionSpec)
+    repetition_detection: RepetitionDetectionSpec = Field(default_factory=RepetitionDetectionSpec)
+
+
+# ─── evaluation ─────────────────────────────────────────────────────────────
+
+
+def _check_model_spec(spec: str | None) -> str | None:
+    if spec is None:
+        return spec
+    provider, sep, name = spec.partition("/")
+    if not sep or not name or provider not in MODEL_PROVIDERS:
+        raise ValueError(
+            f"model {spec!r} is not a model spec: write <provider>/<model> with provider one of "
+            + ", ".join(MODEL_PROVIDERS)
+            + " (e.g. local/smollm2, openai/gpt-4.1)"
+        )
+    return spec
+
+
+class ScorerSpec(Section):
+    enabled: bool = True
+    description: str = ""
+
+
+class FidelityScorerSpec(ScorerSpec):
+    sample_rate: float = Field(
+        0.3, gt=0.0, le=1.0, description="Fraction of turns scored for fidelity (seeded sample)."
+    )
+
+
+class ScoringSpec(Section):
+    persona_adherence: ScorerSpec = Field(default_factory=ScorerSpec)
+    trajectory_adherence: ScorerSpec = Field(default_factory=ScorerSpec)
+    naturalness: ScorerSpec = Field(default_factory=ScorerSpec)
+    stagnation: ScorerSpec = Field(default_factory=ScorerSpec)
+    fidelity: FidelityScorerSpec = Field(default_factory=FidelityScorerSpec)
+    consistency: ScorerSpec = Field(default_factory=ScorerSpec)
+
+
+class AdversaryType(StrEnum):
+    NONE = "none"
+    CONTRADICTION = "contradiction"
+    HELPFULNESS = "helpfulness"
+    BOTH = "both"
+
+
+class AdversarySpec(Section):
+    type: AdversaryType = Field(AdversaryType.NONE, description="Which adversary replaces the interlocutor.")
+    model: str | None = Field(None, description="Model spec for the adversary, e.g. openai/gpt-4.1.")
+
+    @field_validator("model")
+    @classmethod
+    def _model_spec(cls, value: str | None) -> str | None:
+        return _check_model_spec(value)
+
+
+class EvaluationSpec(Section):
+    scoring: ScoringSpec = Field(default_factory=ScoringSpec)
+    adversary: AdversarySpec = Field(default_factory=AdversarySpec)
+
+
+# ─── safety ─────────────────────────────────────────────────────────────────
+
+
+class SafetySpec(Section):
+    intensity_ceiling: float = Field(
+        0.9, gt=0.0, le=1.0, description="No dimension may ever exceed this value."
+    )
+    forbidden_simulation_content: list[str] = Field(
+        default_factory=list, description="Content the persona must never produce."
+    )
+    escalation_policy: str = Field(
+        "", description="What the persona does at maximum intensity instead of escalating further."
+    )
+    persona_safety_note: str = Field("", description="The spirit in which the persona is played.")
+
+
+# ─── the whole config ───────────────────────────────────────────────────────
+
+
+class LoomConfig(Section):
+    """A loom-sim config: persona, trajectory, interaction protocol, evaluation and safety."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="loom-sim config")
+
+    schema_version: str = Field(description=f"Config format version; known: {', '.join(SCHEMA_VERSIONS)}.")
+    persona: PersonaSpec
+    trajectory: TrajectorySpec
+    interaction: InteractionSpec = Field(default_factory=InteractionSpec)
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
+    safety: SafetySpec = Field(default_factory=SafetySpec)
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _known_version(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)):
+            value = str(value)  # `schema_version: 0.1` is a float in YAML
+        if value not in SCHEMA_VERSIONS:
+            raise ValueError(
+                f"unknown schema_version {value!r}; this loom-sim reads "
+                + ", ".join(repr(v) for v in SCHEMA_VERSIONS)
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self, info: ValidationInfo) -> LoomConfig:
+        # The loader runs the rules itself so it can place each problem on its line; code that
+        # builds a config directly gets the same rules here.
+        if info.context and info.context.get("defer_rules"):
+            return self
+        from loom_sim.config.rules import check
+
+        issues = check(self)
+        if issues:
+            raise ValueError("; ".join(f"{issue.path}: {issue.message}" for issue in issues))
+        return self
+
+    @property
+    def persona_name(self) -> str:
+        return self.persona.identity.name
