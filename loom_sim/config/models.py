@@ -62,7 +62,7 @@ class CapabilityBoundsSpec(Section):
 
 
 class PersonaSpec(Section):
-    identity: IdentitySpec
+    identity: IdentitySpec = Field(description="Name, age, background and backstory.")
     capability_bounds: CapabilityBoundsSpec = Field(
         default_factory=CapabilityBoundsSpec,
         description="Limits the persona must stay inside; the helpfulness coaxer probes them.",
@@ -295,7 +295,9 @@ class RevelationVariants(Section):
 
 class RevelationSpec(Section):
     topic: str = Field(min_length=1, description="Unique name of what is revealed.")
-    variants: RevelationVariants
+    variants: RevelationVariants = Field(
+        description="The same revelation at up to three levels of explicitness."
+    )
     dimension: str | None = Field(
         None,
         description="Dimension whose intensity picks the variant (default: the first dimension).",
@@ -418,7 +420,7 @@ class EmbeddingBackend(StrEnum):
 
 
 class StagnationDetectionSpec(Section):
-    enabled: bool = True
+    enabled: bool = Field(True, description="Run the monitor.")
     window: int = Field(6, ge=2, description="Number of recent persona messages compared.")
     similarity_threshold: float = Field(
         0.80, gt=0.0, le=1.0, description="Mean pairwise similarity that counts as a loop."
@@ -450,8 +452,8 @@ class StructuralPattern(StrEnum):
 class BannedPattern(Section):
     """A phrase the persona must not produce: a case-insensitive substring or a regex."""
 
-    substring: str | None = Field(None, min_length=1)
-    regex: str | None = Field(None, min_length=1)
+    substring: str | None = Field(None, min_length=1, description="Matched case-insensitively.")
+    regex: str | None = Field(None, min_length=1, description="A Python regular expression.")
 
     @model_validator(mode="before")
     @classmethod
@@ -471,7 +473,7 @@ class BannedPattern(Section):
 
 
 class RepetitionDetectionSpec(Section):
-    enabled: bool = True
+    enabled: bool = Field(True, description="Run the guard.")
     banned_patterns: list[BannedPattern] = Field(
         default_factory=list,
         description="Plain strings are case-insensitive substrings; `{regex: ...}` for a regex.",
@@ -486,12 +488,25 @@ class RepetitionDetectionSpec(Section):
 
 
 class InteractionSpec(Section):
-    injection: InjectionSpec = Field(default_factory=InjectionSpec)
-    anti_capitulation: AntiCapitulationSpec = Field(default_factory=AntiCapitulationSpec)
-    response_length: ResponseLengthSpec = Field(default_factory=ResponseLengthSpec)
+    injection: InjectionSpec = Field(
+        default_factory=InjectionSpec, description="When the scaffolding is (re-)sent."
+    )
+    anti_capitulation: AntiCapitulationSpec = Field(
+        default_factory=AntiCapitulationSpec,
+        description="What keeps the persona from being absorbed by a helpful interlocutor.",
+    )
+    response_length: ResponseLengthSpec = Field(
+        default_factory=ResponseLengthSpec, description="Length guidance per reply."
+    )
     judge_window: int = Field(6, ge=1, description="The judge sees the last N turns, not all.")
-    stagnation_detection: StagnationDetectionSpec = Field(default_factory=StagnationDetectionSpec)
-    repetition_detection: RepetitionDetectionSpec = Field(default_factory=RepetitionDetectionSpec)
+    stagnation_detection: StagnationDetectionSpec = Field(
+        default_factory=StagnationDetectionSpec,
+        description="Runtime monitor for agreement loops and convergence.",
+    )
+    repetition_detection: RepetitionDetectionSpec = Field(
+        default_factory=RepetitionDetectionSpec,
+        description="Runtime guard against banned and formulaic persona output.",
+    )
 
 
 # ─── evaluation ─────────────────────────────────────────────────────────────
@@ -511,8 +526,8 @@ def _check_model_spec(spec: str | None) -> str | None:
 
 
 class ScorerSpec(Section):
-    enabled: bool = True
-    description: str = ""
+    enabled: bool = Field(True, description="Run this scorer.")
+    description: str = Field("", description="A note for readers of the config and report.")
 
 
 class FidelityScorerSpec(ScorerSpec):
@@ -522,12 +537,25 @@ class FidelityScorerSpec(ScorerSpec):
 
 
 class ScoringSpec(Section):
-    persona_adherence: ScorerSpec = Field(default_factory=ScorerSpec)
-    trajectory_adherence: ScorerSpec = Field(default_factory=ScorerSpec)
-    naturalness: ScorerSpec = Field(default_factory=ScorerSpec)
-    stagnation: ScorerSpec = Field(default_factory=ScorerSpec)
-    fidelity: FidelityScorerSpec = Field(default_factory=FidelityScorerSpec)
-    consistency: ScorerSpec = Field(default_factory=ScorerSpec)
+    persona_adherence: ScorerSpec = Field(
+        default_factory=ScorerSpec, description="Identity, capability bounds, speech, boundaries."
+    )
+    trajectory_adherence: ScorerSpec = Field(
+        default_factory=ScorerSpec, description="Prescribed vs expressed intensity."
+    )
+    naturalness: ScorerSpec = Field(
+        default_factory=ScorerSpec, description="Variety; no formulaic or robotic output."
+    )
+    stagnation: ScorerSpec = Field(
+        default_factory=ScorerSpec, description="Agreement loops, novelty, initiative, convergence."
+    )
+    fidelity: FidelityScorerSpec = Field(
+        default_factory=FidelityScorerSpec, description="Did the persona follow its MUST DO block?"
+    )
+    consistency: ScorerSpec = Field(
+        default_factory=ScorerSpec,
+        description="Prompt-to-line, line-to-line and Q&A consistency.",
+    )
 
 
 class AdversaryType(StrEnum):
@@ -548,8 +576,10 @@ class AdversarySpec(Section):
 
 
 class EvaluationSpec(Section):
-    scoring: ScoringSpec = Field(default_factory=ScoringSpec)
-    adversary: AdversarySpec = Field(default_factory=AdversarySpec)
+    scoring: ScoringSpec = Field(default_factory=ScoringSpec, description="Which scorers run.")
+    adversary: AdversarySpec = Field(
+        default_factory=AdversarySpec, description="An adversary in place of the interlocutor."
+    )
 
 
 # ─── safety ─────────────────────────────────────────────────────────────────
@@ -577,11 +607,18 @@ class LoomConfig(Section):
     model_config = ConfigDict(extra="forbid", frozen=True, title="loom-sim config")
 
     schema_version: str = Field(description=f"Config format version; known: {', '.join(SCHEMA_VERSIONS)}.")
-    persona: PersonaSpec
-    trajectory: TrajectorySpec
-    interaction: InteractionSpec = Field(default_factory=InteractionSpec)
-    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
-    safety: SafetySpec = Field(default_factory=SafetySpec)
+    persona: PersonaSpec = Field(description="Who is simulated.")
+    trajectory: TrajectorySpec = Field(description="How the persona changes over the conversation.")
+    interaction: InteractionSpec = Field(
+        default_factory=InteractionSpec,
+        description="How the scaffolding is delivered, and the runtime monitors.",
+    )
+    evaluation: EvaluationSpec = Field(
+        default_factory=EvaluationSpec, description="Scorers and the adversary."
+    )
+    safety: SafetySpec = Field(
+        default_factory=SafetySpec, description="Limits every simulation keeps, whatever else says."
+    )
 
     @field_validator("schema_version", mode="before")
     @classmethod

@@ -1,0 +1,44 @@
+"""Docs derived from code stay in step with it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+GEN = ROOT / "scripts" / "gen-docs"
+
+
+def load_gen_docs():
+    namespace: dict = {"__name__": "gen_docs", "__file__": str(GEN)}
+    exec(compile(GEN.read_text(), str(GEN), "exec"), namespace)
+    return namespace
+
+
+def test_json_schema_file_is_current():
+    gen = load_gen_docs()
+    assert (ROOT / "docs" / "loom-sim.schema.json").read_text() == gen["schema_text"](), (
+        "docs/loom-sim.schema.json is stale: run scripts/gen-docs"
+    )
+
+
+def test_config_reference_is_current():
+    gen = load_gen_docs()
+    current = (ROOT / "docs" / "config.md").read_text()
+    assert current == gen["config_doc"](current), "docs/config.md is stale: run scripts/gen-docs"
+
+
+def test_config_reference_names_every_section():
+    text = (ROOT / "docs" / "config.md").read_text()
+    for section in ("`persona.identity`", "`trajectory.phases[]`", "`interaction.injection`",
+                    "`safety`", "(type: delayed_ramp)", "`evaluation.scoring.fidelity`"):
+        assert section in text
+
+
+def test_readme_states_exactly_the_two_setup_commands_ci_uses():
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^(scripts/setup && .+)$", readme, flags=re.M)
+    assert len(commands) == 2, commands
+    ci = (ROOT / ".ci" / "run").read_text()
+    test_command = next(c for c in commands if "pytest" in c)
+    assert test_command in ci

@@ -1,0 +1,85 @@
+"""Golden prompts: catch any drift in what the persona is given, turn by turn.
+
+Each ``tests/golden/<name>.yaml`` has a ``<name>.prompts.json`` holding every turn's plan. When
+a template or the builder changes on purpose, bump ``TEMPLATE_VERSION`` and regenerate:
+
+    LOOM_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_golden.py
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from loom_sim.assembler import TEMPLATE_VERSION, Assembler
+from loom_sim.assembler.templates import template_digest
+from loom_sim.config import load_config
+
+GOLDEN = Path(__file__).parent / "golden"
+CONFIGS = sorted(GOLDEN.glob("*.yaml"))
+UPDATE = os.environ.get("LOOM_UPDATE_GOLDEN") == "1"
+
+
+def current(config_path: Path, turns: int | None) -> dict:
+    assembler = Assembler(load_config(config_path), turns)
+    return {
+        "config": config_path.name,
+        "turns": assembler.turns,
+        "template_version": TEMPLATE_VERSION,
+        "template_digest": template_digest(),
+        "plans": [msgspec.to_builtins(plan) for plan in assembler.plans()],
+    }
+
+
+def expected_path(config_path: Path) -> Path:
+    return config_path.with_suffix(".prompts.json")
+
+
+@pytest.mark.parametrize("config_path", CONFIGS, ids=lambda p: p.stem)
+def test_prompts_match_golden(config_path: Path):
+    path = expected_path(config_path)
+    if UPDATE or not path.exists():
+        turns = json.loads(path.read_text())["turns"] if path.exists() else None
+        path.write_text(json.dumps(current(config_path, turns), indent=1, ensure_ascii=False) + "\n")
+        if not UPDATE:
+            pytest.fail(f"wrote missing golden {path.name}; review it and commit it")
+    golden = json.loads(path.read_text())
+    got = current(config_path, golden["turns"])
+    assert len(got["plans"]) == len(golden["plans"])
+    for want, have in zip(golden["plans"], got["plans"]):
+        if want != have:
+            diff = "\n".join(
+                difflib.unified_diff(
+                    json.dumps(want, indent=1, ensure_ascii=False).splitlines(),
+                    json.dumps(have, indent=1, ensure_ascii=False).splitlines(),
+                    "golden",
+                    "now",
+                    lineterm="",
+                )
+            )
+            pytest.fail(
+                f"turn {want['turn']} of {config_path.name} drifted from the golden prompts. "
+                "If intended: bump TEMPLATE_VERSION and run LOOM_UPDATE_GOLDEN=1 pytest "
+                f"tests/test_golden.py\n{diff}"
+            )
+
+
+@pytest.mark.parametrize("config_path", CONFIGS, ids=lambda p: p.stem)
+def test_template_changes_bump_the_version(config_path: Path):
+    golden = json.loads(expected_path(config_path).read_text())
+    if golden["template_digest"] != template_digest():
+        assert golden["template_version"] != TEMPLATE_VERSION, (
+            "the templates changed but TEMPLATE_VERSION did not: bump it in "
+            "loom_sim/assembler/templates.py, then regenerate the goldens"
+        )
+
+
+def test_every_golden_config_has_expected_prompts():
+    assert CONFIGS, "no golden configs"
+    for config_path in CONFIGS:
+        assert expected_path(config_path).exists(), config_path.name
