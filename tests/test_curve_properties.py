@@ -43,7 +43,7 @@ def dimension_and_ceiling(draw):
             end = draw(st.floats(min_value=delay + 0.01, max_value=1.0))
             dim["curve"] = {"type": "delayed_ramp", "delay_pct": delay, "ramp_end_pct": end}
         elif kind == "step":
-            steps = sorted(set(draw(st.lists(st.floats(min_value=0.01, max_value=1.0), min_size=1, max_size=5))))
+            steps = sorted(set(draw(st.lists(st.floats(min_value=0.01, max_value=0.99), min_size=1, max_size=5))))
             dim["curve"] = {"type": "step", "at_pct": steps}
         else:
             dim["curve"] = "linear"

@@ -23,6 +23,7 @@ from loom_sim.config import load_config
 GOLDEN = Path(__file__).parent / "golden"
 CONFIGS = sorted(GOLDEN.glob("*.yaml"))
 UPDATE = os.environ.get("LOOM_UPDATE_GOLDEN") == "1"
+OPEN_ENDED_TURNS = 60
 
 
 def current(config_path: Path, turns: int | None) -> dict:
@@ -44,7 +45,10 @@ def expected_path(config_path: Path) -> Path:
 def test_prompts_match_golden(config_path: Path):
     path = expected_path(config_path)
     if UPDATE or not path.exists():
-        turns = json.loads(path.read_text())["turns"] if path.exists() else None
+        if path.exists():
+            turns = json.loads(path.read_text())["turns"]
+        else:  # open-ended configs have no length of their own: pin one
+            turns = None if load_config(config_path).trajectory.expected_turns else OPEN_ENDED_TURNS
         path.write_text(json.dumps(current(config_path, turns), indent=1, ensure_ascii=False) + "\n")
         if not UPDATE:
             pytest.fail(f"wrote missing golden {path.name}; review it and commit it")

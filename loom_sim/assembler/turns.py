@@ -93,13 +93,15 @@ class Assembler:
         )
 
     def plans(self) -> Iterator[TurnPlan]:
-        """Every turn's plan, in order (no trigger fires: there is no conversation to judge)."""
+        """Every turn's plan, in order (no trigger fires: there is no conversation to judge).
+
+        Raises at once, not on first iteration, when the length is unknown.
+        """
         if self.turns is None:
             raise LoomError(
                 "this trajectory has no expected_turns; say how many turns to plan (--turns N)"
             )
-        for turn in range(self.turns):
-            yield self.plan(turn)
+        return (self.plan(turn) for turn in range(self.turns))
 
     def empty_phases(self) -> list[str]:
         """Phases that get no turns in a conversation this short (with no triggers firing)."""

@@ -124,14 +124,20 @@ def _issue_from_pydantic(error: dict[str, Any], src: YamlSource) -> Issue:
         loc = loc + ("type",)
     elif kind == "union_tag_not_found":
         message = "missing `type` (e.g. type: linear)"
+    elif kind in ("model_type", "model_attributes_type", "dict_type"):
+        message = f"must be a mapping (indented `key: value` lines), got {_shown(value)}"
+    elif kind == "too_short":
+        least = error.get("ctx", {}).get("min_length", 1)
+        message = f"must have at least {least} item{'s' if least != 1 else ''}"
+    elif kind == "list_type":
+        message = f"must be a list (lines starting with `- `), got {_shown(value)}"
     elif kind in ("value_error", "assertion_error"):
         message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     else:
         message = message[0].lower() + message[1:] if message else kind
         message = message.replace("input should be", "must be")
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "...'"
-            message += f", got {shown}"
+            message += f", got {_shown(value)}"
         if kind in ("literal_error", "enum") and isinstance(value, str):
             expected = str(error.get("ctx", {}).get("expected", ""))
             options = [t.strip().strip("'") for t in expected.replace(" or ", ",").split(",")]
@@ -139,6 +145,17 @@ def _issue_from_pydantic(error: dict[str, Any], src: YamlSource) -> Issue:
             if close:
                 message += f" (did you mean {close[0]!r}?)"
     return _place(Issue(loc, message), src)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _suggest(loc: Loc, src: YamlSource) -> str:

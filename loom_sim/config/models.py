@@ -48,7 +48,7 @@ class Section(BaseModel):
 
 class IdentitySpec(Section):
     name: str = Field(min_length=1, description="The persona's name, as others address them.")
-    age: int | None = Field(None, ge=1, le=120, description="Age in years.")
+    age: int | None = Field(None, ge=1, le=120, strict=True, description="Age in years.")
     background: str = Field("", description="Who the persona is now: work, living situation, state.")
     backstory_summary: str = Field("", description="The history that explains the present.")
 
@@ -138,7 +138,7 @@ class StepCurve(Section):
     """Discrete jumps: one equal step from start_value towards end_value at each ``at_pct``."""
 
     type: Literal["step"]
-    at_pct: list[Annotated[float, Field(gt=0.0, le=1.0)]] = Field(
+    at_pct: list[Annotated[float, Field(gt=0.0, lt=1.0)]] = Field(
         min_length=1, description="Progress values at which the value jumps, in increasing order."
     )
 
@@ -440,7 +440,10 @@ class StagnationDetectionSpec(Section):
     )
     intervention_template: str = Field(
         DEFAULT_INTERVENTION,
-        description="Emergency injection; `{name}` and `{next_unused_revelation}` are filled in.",
+        description=(
+            "Emergency injection; the reminder's fields and `{next_unused_revelation}` are "
+            "filled in."
+        ),
     )
 
 
@@ -449,8 +452,19 @@ class StructuralPattern(StrEnum):
     GRATITUDE_LOOP = "gratitude_loop"
 
 
+def _banned_pattern_schema_accepts_strings(schema: dict[str, Any]) -> None:
+    # A bare string is the common form; the JSON Schema must accept it as the model does.
+    as_object = dict(schema)
+    schema.clear()
+    schema["anyOf"] = [{"type": "string", "minLength": 1}, as_object]
+
+
 class BannedPattern(Section):
     """A phrase the persona must not produce: a case-insensitive substring or a regex."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, json_schema_extra=_banned_pattern_schema_accepts_strings
+    )
 
     substring: str | None = Field(None, min_length=1, description="Matched case-insensitively.")
     regex: str | None = Field(None, min_length=1, description="A Python regular expression.")

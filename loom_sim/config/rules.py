@@ -157,6 +157,15 @@ def _phases(trajectory: TrajectorySpec) -> Iterator[Issue]:
                     "trigger end conditions need mode phase_gated or open_ended; "
                     "fixed_length phases end by pct or turn",
                 )
+            elif end.max_turn is not None and (kind_used is None or kind_used[0] == "turn"):
+                # A deadline is a turn end for ordering: a later turn-ended phase must come after it.
+                if previous is not None and end.max_turn <= previous[0]:
+                    yield Issue(
+                        end_loc + ("max_turn",),
+                        f"phase {phase.name!r} has max_turn {end.max_turn}, not after the previous "
+                        f"phase {phases[previous[1]].name!r} ({previous[0]}); phases must be in order",
+                    )
+                previous = (end.max_turn, index)
             continue
 
         if isinstance(end, PctEnd) and mode is TrajectoryMode.OPEN_ENDED:
@@ -294,6 +303,9 @@ def _template(
         root = field.split(".")[0].split("[")[0]
         if root == "" or root.isdigit():
             yield Issue(loc, "positional fields such as {} are not filled in; name the field")
+            return
+        if root != field:
+            yield Issue(loc, f"{{{field}}}: only plain field names are filled in, like {{{root}}}")
             return
         if root not in fields and (dimensions is None or root not in dimensions):
             if dimensions is None:

@@ -68,8 +68,8 @@ class YamlSource:
             if _has(node, part):
                 path.append(part)
                 node = node[part]
-            elif i + 1 < len(parts) and _has(node, parts[i + 1]):
-                pass  # a validator's own segment (union tag): skip it
+            elif _is_union_tag(node, part) or (i + 1 < len(parts) and _has(node, parts[i + 1])):
+                pass  # a validator's own segment (the tag of a tagged union): skip it
             else:
                 # Missing key: keep it in the path (the user needs its name) but stop walking.
                 path.append(part)
@@ -91,6 +91,13 @@ def _has(node: Any, part: str | int) -> bool:
     return False
 
 
+def _is_union_tag(node: Any, part: str | int) -> bool:
+    # `curve: {type: sigmoid}` and the shorthand `curve: sigmoid` both select the member "sigmoid".
+    if isinstance(node, dict):
+        return node.get("type") == part
+    return isinstance(node, str) and node == part
+
+
 def _is_tag_like(part: str | int) -> bool:
     # pydantic names union members in locations like "function-after[...]" or "int"
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool"})
@@ -109,6 +116,8 @@ def read_text(path: Path) -> str:
         raise ConfigError(where, [Issue((), "permission denied: cannot read this file")]) from None
     except OSError as err:
         raise ConfigError(where, [Issue((), f"cannot read the file: {err.strerror}")]) from None
+    if not raw.strip():
+        raise ConfigError(where, [Issue((), "is empty: expected a loom-sim config mapping")])
     if b"\x00" in raw:
         raise ConfigError(where, [Issue((), "is a binary file, not a YAML config")])
     try:
@@ -133,6 +142,10 @@ def parse_yaml(text: str, name: str) -> YamlSource:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "invalid YAML"
+        if "block" in problem or "indentation" in problem:
+            problem += " (check the indentation of this line and the one above)"
+        elif "\t" in problem or "'\\t'" in problem:
+            problem += " (YAML indents with spaces, not tabs)"
         issue = Issue((), f"YAML syntax error: {problem}")
         if mark is not None:
             issue = Issue((), f"YAML syntax error: {problem}", mark.line + 1, mark.column + 1)

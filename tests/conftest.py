@@ -1,0 +1,51 @@
+"""Shared fixtures for the config tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "configs" / "examples"
+MANIA_PATH = EXAMPLES_DIR / "mania_patient.yaml"
+
+
+@pytest.fixture
+def examples_dir() -> Path:
+    return EXAMPLES_DIR
+
+
+@pytest.fixture
+def mania_path() -> Path:
+    return MANIA_PATH
+
+
+@pytest.fixture
+def mania_text() -> str:
+    return MANIA_PATH.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def mania_data(mania_text: str) -> dict[str, Any]:
+    return yaml.safe_load(mania_text)
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> Callable[..., Path]:
+    """``write_config(text_or_dict, name="config.yaml") -> Path`` under tmp_path."""
+
+    def write(content: str | bytes | dict[str, Any] | list[Any], name: str = "config.yaml") -> Path:
+        path = tmp_path / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif isinstance(content, str):
+            path.write_text(content, encoding="utf-8")
+        else:
+            path.write_text(
+                yaml.safe_dump(content, sort_keys=False, allow_unicode=True), encoding="utf-8"
+            )
+        return path
+
+    return write
