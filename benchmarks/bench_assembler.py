@@ -43,8 +43,9 @@ def main() -> None:
 
     config = load_config(CONFIG)
     for turns in (50, 200, 1000):
-        total = median_seconds(lambda: list(Assembler(config, turns).plans()), args.repeats)
-        print(f"assemble {turns:>4} turns: {total * 1e3:8.1f} ms total, {total / turns * 1e6:7.1f} µs per turn")
+        total = median_seconds(lambda n=turns: list(Assembler(config, n).plans()), args.repeats)
+        per_turn = total / turns * 1e6
+        print(f"assemble {turns:>4} turns: {total * 1e3:8.1f} ms total, {per_turn:7.1f} µs per turn")
 
     tracemalloc.start()
     plans = list(Assembler(config, 1000).plans())

@@ -1,4 +1,4 @@
-"""Prompt assembly: the three blocks, phases, anti-capitulation, revelations (the plan's M1 tests)."""
+"""Prompt assembly: blocks, phases, anti-capitulation, revelations (the plan's M1 tests)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_how_has_speech_patterns_levels_emotions_and_phase_length(marcus):
 def test_context_has_identity_position_and_phase_revelations(marcus):
     context = marcus.plan(10).prompt.context
     assert "WHO YOU ARE: Marcus Chen, 28." in context
-    assert "turn 11 of 50, phase 2 of 5 (\"disclosure\")" in context
+    assert 'turn 11 of 50, phase 2 of 5 ("disclosure")' in context
     assert "the_discovery:" in context
     assert "YOU MAY REVEAL" not in marcus.plan(0).prompt.context  # rapport has none
 
@@ -93,7 +93,9 @@ def test_phases_switch_at_configured_percentages(marcus):
     assert phases.index("escalation") == 18
     assert phases.index("crisis") == 33
     assert phases.index("plateau") == 43
-    assert phases == sorted(phases, key=["rapport", "disclosure", "escalation", "crisis", "plateau"].index)
+    assert phases == sorted(
+        phases, key=["rapport", "disclosure", "escalation", "crisis", "plateau"].index
+    )
 
 
 def test_revelation_variant_follows_intensity(marcus):
@@ -131,16 +133,23 @@ def test_reminder_uses_current_values(marcus):
 
 def test_open_ended_phases_end_by_turn_and_trigger():
     data = minimal(mode="open_ended", expected_turns=None)
-    data["trajectory"]["dimensions"] = {"calm": {"curve": "linear", "start_value": 0.3, "end_value": 0.3}}
+    data["trajectory"]["dimensions"] = {
+        "calm": {"curve": "linear", "start_value": 0.3, "end_value": 0.3}
+    }
     data["trajectory"]["phases"] = [
         {"name": "intro", "end_condition": {"type": "turn", "value": 3}},
-        {"name": "probe", "end_condition": {"type": "trigger", "when": "asked twice", "max_turn": 9}},
+        {
+            "name": "probe",
+            "end_condition": {"type": "trigger", "when": "asked twice", "max_turn": 9},
+        },
         {"name": "rest"},
     ]
     assembler = Assembler(build(data), turns=12)
     assert [p.phase for p in assembler.plans()] == ["intro"] * 3 + ["probe"] * 6 + ["rest"] * 3
     fired = {"probe": 4}  # condition held at turn 4: the next phase starts at turn 5
-    assert [assembler.plan(t, fired).phase for t in range(7)] == ["intro"] * 3 + ["probe"] * 2 + ["rest"] * 2
+    assert [assembler.plan(t, fired).phase for t in range(7)] == ["intro"] * 3 + ["probe"] * 2 + [
+        "rest"
+    ] * 2
     assert "turn 4 of 12" in assembler.plan(3).prompt.context
 
 

@@ -49,7 +49,9 @@ def test_intensities_follow_the_declared_curves(marcus_50):
 
     distress = dims["distress"]  # linear
     for plan in marcus_50:
-        expected = distress.start_value + (distress.end_value - distress.start_value) * plan["turn"] / 50
+        expected = (
+            distress.start_value + (distress.end_value - distress.start_value) * plan["turn"] / 50
+        )
         assert abs(plan["intensities"]["distress"] - expected) < 1e-9
 
     action = dims["action_proximity"]  # delayed ramp, delay 0.6

@@ -1,4 +1,4 @@
-"""Errors for people: `loom-sim validate` names every problem at file:line:column, never a traceback."""
+"""Errors for people: every problem at file:line:column, and never a traceback."""
 
 from __future__ import annotations
 
@@ -44,12 +44,14 @@ def run_cli(*args: str) -> Run:
 def run_script(*args: str) -> Run:
     env = {k: v for k, v in os.environ.items() if k != "LOOM_SIM_DEBUG"}
     proc = subprocess.run(
-        [str(LOOM_SIM), *args], capture_output=True, text=True, timeout=60, env=env
+        [str(LOOM_SIM), *args], capture_output=True, text=True, timeout=60, env=env, check=False
     )
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
-def position(text: str, needle: str, *, after: str | None = None, offset: int = 0) -> tuple[int, int]:
+def position(
+    text: str, needle: str, *, after: str | None = None, offset: int = 0
+) -> tuple[int, int]:
     """1-based (line, column) of ``needle`` (+ ``offset`` chars), searched after ``after``."""
     start = text.index(after) if after is not None else 0
     index = text.index(needle, start) + offset
@@ -61,7 +63,7 @@ def position(text: str, needle: str, *, after: str | None = None, offset: int = 
 def replace_once(text: str, old: str, new: str, *, after: str | None = None) -> str:
     start = text.index(after) if after is not None else 0
     index = text.index(old, start)
-    return text[:index] + new + text[index + len(old):]
+    return text[:index] + new + text[index + len(old) :]
 
 
 def assert_no_traceback(run: Run) -> None:
@@ -131,8 +133,7 @@ def test_acceptance_three_mistakes_positions_are_real(three_mistakes) -> None:
     path, expected = three_mistakes
     text_lines = path.read_text(encoding="utf-8").splitlines()
     shown = {
-        dotted: text_lines[line - 1][column - 1:]
-        for dotted, (line, column) in expected.items()
+        dotted: text_lines[line - 1][column - 1 :] for dotted, (line, column) in expected.items()
     }
     assert shown["persona.speach_patterns"].startswith("speach_patterns:")
     assert shown["trajectory.phases[2].end_condition.value"].startswith("0.30}")
@@ -173,8 +174,10 @@ BAD_INPUTS: dict[str, tuple[object, tuple[str, ...]]] = {
 def make_bad_input(name: str, tmp_path: Path, mania_text: str) -> Path:
     path = tmp_path / f"{name}.yaml"
     if name == "duplicate_key":
-        path.write_text(replace_once(mania_text, "    age: 28\n", "    age: 28\n    age: 29\n"),
-                        encoding="utf-8")
+        path.write_text(
+            replace_once(mania_text, "    age: 28\n", "    age: 28\n    age: 29\n"),
+            encoding="utf-8",
+        )
         return path
     content, _ = BAD_INPUTS[name]
     if content is None:
@@ -192,7 +195,11 @@ ALL_BAD = [*BAD_INPUTS, "duplicate_key"]
 
 
 def words_for(name: str) -> tuple[str, ...]:
-    return ("duplicate key 'age'", "first written at line") if name == "duplicate_key" else BAD_INPUTS[name][1]
+    return (
+        ("duplicate key 'age'", "first written at line")
+        if name == "duplicate_key"
+        else BAD_INPUTS[name][1]
+    )
 
 
 def check_bad_input(run: Run, path: Path, name: str) -> None:
@@ -224,7 +231,10 @@ def test_bad_inputs_installed_script(tmp_path: Path, mania_text: str) -> None:
         assert len(about) == 1, (name, run.stdout)
         for word in words_for(name):
             assert word.lower() in about[0].lower()
-    assert run.stderr.strip() == f"{len(paths)} of {len(paths)} config(s) invalid ({len(paths)} problems)"
+    assert (
+        run.stderr.strip()
+        == f"{len(paths)} of {len(paths)} config(s) invalid ({len(paths)} problems)"
+    )
 
 
 def test_tab_only_line_is_one_plain_line(write_config) -> None:
@@ -245,8 +255,12 @@ def test_syntax_error_location(tmp_path: Path, mania_text: str) -> None:
 
 
 def test_syntax_error_inside_reference_config(mania_text: str, write_config) -> None:
-    text = replace_once(mania_text, "{type: pct, value: 0.35}", "{type: pct, value: 0.35",
-                        after="- name: disclosure")
+    text = replace_once(
+        mania_text,
+        "{type: pct, value: 0.35}",
+        "{type: pct, value: 0.35",
+        after="- name: disclosure",
+    )
     path = write_config(text)
     run = run_cli("validate", str(path))
     assert run.code == 1
@@ -298,7 +312,7 @@ def test_validate_several_valid_files(examples_dir: Path) -> None:
     assert run.code == 0, run.stdout
     assert run.stderr == ""
     assert len(run.lines) == len(files)
-    for path, line in zip(files, run.lines):
+    for path, line in zip(files, run.lines, strict=False):
         assert line.startswith(f"{path}: ok — ")
 
 
@@ -311,8 +325,9 @@ def test_validate_ok_line_summarises_config(examples_dir: Path) -> None:
     ]
 
 
-def test_validate_mixed_files(examples_dir: Path, three_mistakes, tmp_path: Path,
-                              mania_text: str) -> None:
+def test_validate_mixed_files(
+    examples_dir: Path, three_mistakes, tmp_path: Path, mania_text: str
+) -> None:
     good = examples_dir / "mania_patient.yaml"
     broken, _ = three_mistakes
     missing = make_bad_input("missing_file", tmp_path, mania_text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +45,13 @@ def dimension_and_ceiling(draw):
             end = draw(st.floats(min_value=delay + 0.01, max_value=1.0))
             dim["curve"] = {"type": "delayed_ramp", "delay_pct": delay, "ramp_end_pct": end}
         elif kind == "step":
-            steps = sorted(set(draw(st.lists(st.floats(min_value=0.01, max_value=0.99), min_size=1, max_size=5))))
+            steps = sorted(
+                set(
+                    draw(
+                        st.lists(st.floats(min_value=0.01, max_value=0.99), min_size=1, max_size=5)
+                    )
+                )
+            )
             dim["curve"] = {"type": "step", "at_pct": steps}
         else:
             dim["curve"] = "linear"
@@ -73,7 +81,7 @@ def test_no_curve_leaves_its_bounds_or_the_ceiling(dim_ceiling, turns):
     spec = config.trajectory.dimensions["d"]
     upper = min(spec.max_value if spec.max_value is not None else ceiling, ceiling)
     resolver = IntensityResolver(config, horizon=turns)
-    for turn in range(0, turns + 5):  # and a little past the end
+    for turn in range(turns + 5):  # and a little past the end
         value = resolver.value("d", turn)
         assert spec.min_value - 1e-12 <= value <= upper + 1e-12
         assert value <= ceiling + 1e-12
@@ -90,7 +98,7 @@ def test_start_end_curves_are_monotone_and_start_at_start_value(dim_ceiling, tur
         assert abs(series[0] - dim["start_value"]) < 1e-9
         assert abs(series[-1] - dim["end_value"]) < 1e-9
         rising = dim["end_value"] >= dim["start_value"]
-        for a, b in zip(series, series[1:]):
+        for a, b in itertools.pairwise(series):
             assert (b >= a - 1e-12) if rising else (b <= a + 1e-12)
 
 

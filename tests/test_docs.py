@@ -30,8 +30,14 @@ def test_config_reference_is_current():
 
 def test_config_reference_names_every_section():
     text = (ROOT / "docs" / "config.md").read_text()
-    for section in ("`persona.identity`", "`trajectory.phases[]`", "`interaction.injection`",
-                    "`safety`", "(type: delayed_ramp)", "`evaluation.scoring.fidelity`"):
+    for section in (
+        "`persona.identity`",
+        "`trajectory.phases[]`",
+        "`interaction.injection`",
+        "`safety`",
+        "(type: delayed_ramp)",
+        "`evaluation.scoring.fidelity`",
+    ):
         assert section in text
 
 

@@ -49,13 +49,15 @@ def test_prompts_match_golden(config_path: Path):
             turns = json.loads(path.read_text())["turns"]
         else:  # open-ended configs have no length of their own: pin one
             turns = None if load_config(config_path).trajectory.expected_turns else OPEN_ENDED_TURNS
-        path.write_text(json.dumps(current(config_path, turns), indent=1, ensure_ascii=False) + "\n")
+        path.write_text(
+            json.dumps(current(config_path, turns), indent=1, ensure_ascii=False) + "\n"
+        )
         if not UPDATE:
             pytest.fail(f"wrote missing golden {path.name}; review it and commit it")
     golden = json.loads(path.read_text())
     got = current(config_path, golden["turns"])
     assert len(got["plans"]) == len(golden["plans"])
-    for want, have in zip(golden["plans"], got["plans"]):
+    for want, have in zip(golden["plans"], got["plans"], strict=False):
         if want != have:
             diff = "\n".join(
                 difflib.unified_diff(

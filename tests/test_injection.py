@@ -23,9 +23,18 @@ def test_full_injection_at_multiples_of_frequency():
 def test_reminders_between_full_injections_but_never_on_them():
     got = kinds(InjectionSpec(frequency=5, reminder_frequency=2), 12)
     assert got == [
-        "full", "none", "reminder", "none", "reminder",
-        "full", "reminder", "none", "reminder", "none",
-        "full", "none",
+        "full",
+        "none",
+        "reminder",
+        "none",
+        "reminder",
+        "full",
+        "reminder",
+        "none",
+        "reminder",
+        "none",
+        "full",
+        "none",
     ]
 
 
@@ -43,7 +52,9 @@ def test_every_turn_gets_exactly_the_kind_the_rule_says(frequency, reminder):
 
 def test_full_on_phase_change_adds_full_injections_at_phase_starts():
     data = minimal()
-    data["interaction"] = {"injection": {"frequency": 100, "reminder_frequency": 0, "full_on_phase_change": True}}
+    data["interaction"] = {
+        "injection": {"frequency": 100, "reminder_frequency": 0, "full_on_phase_change": True}
+    }
     assembler = Assembler(build(data), turns=20)
     full = [p.turn for p in assembler.plans() if p.injection == InjectionKind.FULL]
     assert full == [0, 10]  # phase "late" starts at 50% of 20 turns

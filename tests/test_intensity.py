@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from loom_sim.assembler import Assembler, IntensityResolver, level_of
@@ -37,7 +39,7 @@ def test_sigmoid_is_slow_at_the_ends_and_steep_in_the_middle():
     v = values(config, 100)
     assert v[10] - v[0] < 0.05  # flat start
     assert v[55] - v[45] > 2 * 0.08  # steeper than linear (0.08 per 10%) in the middle
-    assert all(b >= a for a, b in zip(v, v[1:]))
+    assert all(b >= a for a, b in itertools.pairwise(v))
 
 
 def test_delayed_ramp_holds_until_delay_then_rises():
@@ -45,7 +47,7 @@ def test_delayed_ramp_holds_until_delay_then_rises():
         {"type": "delayed_ramp", "delay_pct": 0.6}, start_value=0.05, end_value=0.7
     )
     resolver = IntensityResolver(config, horizon=50)
-    for turn in range(0, 31):  # progress <= 0.6
+    for turn in range(31):  # progress <= 0.6
         assert resolver.value("d", turn) == pytest.approx(0.05)
     assert resolver.value("d", 29) == pytest.approx(0.05)  # delay_pct - 1 turn
     assert resolver.value("d", 31) > 0.05
@@ -64,7 +66,9 @@ def test_delayed_ramp_can_end_early():
 
 
 def test_step_jumps_in_equal_steps_at_thresholds():
-    config = with_dimension({"type": "step", "at_pct": [0.25, 0.5, 0.75]}, start_value=0.2, end_value=0.8)
+    config = with_dimension(
+        {"type": "step", "at_pct": [0.25, 0.5, 0.75]}, start_value=0.2, end_value=0.8
+    )
     resolver = IntensityResolver(config, horizon=100)
     assert resolver.value("d", 24) == pytest.approx(0.2)
     assert resolver.value("d", 25) == pytest.approx(0.4)
@@ -78,13 +82,33 @@ def test_custom_points_linear_and_step_interpolation():
     points = [{"pct": 0.2, "value": 0.1}, {"pct": 0.6, "value": 0.5}, {"pct": 0.8, "value": 0.3}]
     linear = IntensityResolver(with_dimension({"type": "custom", "points": points}), horizon=10)
     assert [round(linear.value("d", t), 6) for t in range(11)] == [
-        0.1, 0.1, 0.1, 0.2, 0.3, 0.4, 0.5, 0.4, 0.3, 0.3, 0.3
+        0.1,
+        0.1,
+        0.1,
+        0.2,
+        0.3,
+        0.4,
+        0.5,
+        0.4,
+        0.3,
+        0.3,
+        0.3,
     ]
     step = IntensityResolver(
         with_dimension({"type": "custom", "points": points, "interpolation": "step"}), horizon=10
     )
     assert [round(step.value("d", t), 6) for t in range(11)] == [
-        0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5, 0.5, 0.3, 0.3, 0.3
+        0.1,
+        0.1,
+        0.1,
+        0.1,
+        0.1,
+        0.1,
+        0.5,
+        0.5,
+        0.3,
+        0.3,
+        0.3,
     ]
 
 
@@ -127,6 +151,16 @@ def test_levels_split_the_range_into_equal_bands_in_written_order():
     )
     dim = config.trajectory.dimensions["d"]
     assert [level_of(dim, v) for v in (0.0, 0.32, 0.34, 0.66, 0.67, 1.0)] == [
-        "low", "low", "medium", "medium", "high", "high"
+        "low",
+        "low",
+        "medium",
+        "medium",
+        "high",
+        "high",
     ]
-    assert level_of(with_dimension("linear", start_value=0, end_value=0.5).trajectory.dimensions["d"], 0.3) is None
+    assert (
+        level_of(
+            with_dimension("linear", start_value=0, end_value=0.5).trajectory.dimensions["d"], 0.3
+        )
+        is None
+    )

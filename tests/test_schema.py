@@ -11,8 +11,8 @@ import jsonschema
 import pydantic
 import pytest
 import yaml
-
 from helpers import DELETE, edit, get
+
 from loom_sim.config import ConfigError, Issue, LoomConfig, load_config, parse_config
 from loom_sim.config.models import BannedPattern, LinearCurve, SigmoidCurve
 from loom_sim.config.schema import json_schema
@@ -49,9 +49,13 @@ def issue_at(data: Any, path: str, *words: str) -> Issue:
     """The one issue at dotted ``path``; its message must contain each of ``words``."""
     issues = problems(data)
     at_path = [i for i in issues if i.path == path]
-    assert at_path, f"no issue at {path}; got: " + "; ".join(f"{i.path}: {i.message}" for i in issues)
+    assert at_path, f"no issue at {path}; got: " + "; ".join(
+        f"{i.path}: {i.message}" for i in issues
+    )
     matching = [i for i in at_path if all(w.lower() in i.message.lower() for w in words)]
-    assert matching, f"issues at {path} do not mention {words}: " + "; ".join(i.message for i in at_path)
+    assert matching, f"issues at {path} do not mention {words}: " + "; ".join(
+        i.message for i in at_path
+    )
     issue = matching[0]
     assert issue.line is not None and issue.line >= 1, f"{path} has no line number"
     assert issue.column is not None and issue.column >= 1
@@ -118,7 +122,11 @@ def test_mania_values_round_trip(mania_data: dict) -> None:
     assert config.persona_name == "Marcus Chen"
     assert config.trajectory.expected_turns == 50
     assert [p.name for p in config.trajectory.phases] == [
-        "rapport", "disclosure", "escalation", "crisis", "plateau",
+        "rapport",
+        "disclosure",
+        "escalation",
+        "crisis",
+        "plateau",
     ]
     belief = config.trajectory.dimensions["belief_intensity"]
     assert isinstance(belief.curve, SigmoidCurve) and belief.curve.midpoint_pct == 0.5
@@ -135,8 +143,14 @@ def test_dict_and_text_give_the_same_config(mania_text: str, mania_data: dict) -
 
 @pytest.mark.parametrize(
     "path",
-    [("persona", "identity", "name"), ("trajectory", "phases"), ("schema_version",),
-     ("persona",), ("trajectory",), ("persona", "identity")],
+    [
+        ("persona", "identity", "name"),
+        ("trajectory", "phases"),
+        ("schema_version",),
+        ("persona",),
+        ("trajectory",),
+        ("persona", "identity"),
+    ],
     ids=".".join,
 )
 def test_missing_required_field(mania_data: dict, path: tuple[str, ...]) -> None:
@@ -184,14 +198,18 @@ def test_invalid_resistance_level(mania_data: dict) -> None:
 
 
 def test_unknown_curve_type_suggests(mania_data: dict) -> None:
-    issue = issue_at(edit(mania_data, BELIEF + ("curve",), {"type": "sigmod"}),
-                     "trajectory.dimensions.belief_intensity.curve.type")
+    issue = issue_at(
+        edit(mania_data, BELIEF + ("curve",), {"type": "sigmod"}),
+        "trajectory.dimensions.belief_intensity.curve.type",
+    )
     assert "did you mean 'sigmoid'" in issue.message
 
 
 def test_unknown_curve_shorthand_suggests(mania_data: dict) -> None:
-    issue = issue_at(edit(mania_data, BELIEF + ("curve",), "sigmod"),
-                     "trajectory.dimensions.belief_intensity.curve.type")
+    issue = issue_at(
+        edit(mania_data, BELIEF + ("curve",), "sigmod"),
+        "trajectory.dimensions.belief_intensity.curve.type",
+    )
     assert "did you mean 'sigmoid'" in issue.message
 
 
@@ -325,15 +343,23 @@ def test_value_below_min_value(mania_data: dict) -> None:
 
 
 def test_value_outside_unit_interval(mania_data: dict) -> None:
-    issue_at(edit(mania_data, BELIEF + ("end_value",), 1.5),
-             "trajectory.dimensions.belief_intensity.end_value", "1.5")
+    issue_at(
+        edit(mania_data, BELIEF + ("end_value",), 1.5),
+        "trajectory.dimensions.belief_intensity.end_value",
+        "1.5",
+    )
 
 
 def test_custom_point_above_ceiling(mania_data: dict) -> None:
-    data = edit(mania_data, BELIEF + ("curve",),
-                {"type": "custom", "points": [{"pct": 0, "value": 0.1}, {"pct": 1, "value": 0.95}]})
+    data = edit(
+        mania_data,
+        BELIEF + ("curve",),
+        {"type": "custom", "points": [{"pct": 0, "value": 0.1}, {"pct": 1, "value": 0.95}]},
+    )
     data = edit(edit(data, BELIEF + ("start_value",), DELETE), BELIEF + ("end_value",), DELETE)
-    issue_at(data, "trajectory.dimensions.belief_intensity.curve.points[1].value", "intensity_ceiling")
+    issue_at(
+        data, "trajectory.dimensions.belief_intensity.curve.points[1].value", "intensity_ceiling"
+    )
 
 
 # ─── curves ─────────────────────────────────────────────────────────────────
@@ -344,7 +370,9 @@ CUSTOM = {"type": "custom", "points": [{"pct": 0.0, "value": 0.1}, {"pct": 1.0, 
 def test_custom_curve_with_start_value_is_an_error(mania_data: dict) -> None:
     data = edit(mania_data, BELIEF + ("curve",), CUSTOM)
     data = edit(data, BELIEF + ("end_value",), DELETE)
-    issue_at(data, "trajectory.dimensions.belief_intensity.start_value", "custom", "remove start_value")
+    issue_at(
+        data, "trajectory.dimensions.belief_intensity.start_value", "custom", "remove start_value"
+    )
 
 
 def test_custom_curve_without_values_is_fine(mania_data: dict) -> None:
@@ -377,7 +405,9 @@ def test_step_at_pct_must_increase(mania_data: dict) -> None:
 def test_delayed_ramp_end_after_delay(mania_data: dict, ramp_end: float) -> None:
     curve = {"type": "delayed_ramp", "delay_pct": 0.6, "ramp_end_pct": ramp_end}
     data = edit(mania_data, ACTION + ("curve",), curve)
-    matching = [i for i in problems(data) if "ramp_end_pct" in i.message and "delay_pct" in i.message]
+    matching = [
+        i for i in problems(data) if "ramp_end_pct" in i.message and "delay_pct" in i.message
+    ]
     assert len(matching) == 1
     assert matching[0].path.startswith("trajectory.dimensions.action_proximity.curve")
     assert matching[0].line == line_of(dump(data), "type: delayed_ramp") - 1  # the `curve:` key
@@ -388,14 +418,26 @@ def test_delayed_ramp_end_after_delay(mania_data: dict, ramp_end: float) -> None
 @pytest.mark.parametrize(
     "where, value, expected_path",
     [
-        (ACTION + ("curve",), {"type": "delayed_ramp", "delay_pct": 0.6, "ramp_end_pct": 0.6},
-         "trajectory.dimensions.action_proximity.curve"),
-        (ACTION + ("curve",), "delayed_ramp",
-         "trajectory.dimensions.action_proximity.curve.delay_pct"),
-        (ACTION + ("curve",), {"type": "delayed_ramp"},
-         "trajectory.dimensions.action_proximity.curve.delay_pct"),
-        (PHASES + (0, "end_condition"), {"type": "pct"},
-         "trajectory.phases[0].end_condition.value"),
+        (
+            ACTION + ("curve",),
+            {"type": "delayed_ramp", "delay_pct": 0.6, "ramp_end_pct": 0.6},
+            "trajectory.dimensions.action_proximity.curve",
+        ),
+        (
+            ACTION + ("curve",),
+            "delayed_ramp",
+            "trajectory.dimensions.action_proximity.curve.delay_pct",
+        ),
+        (
+            ACTION + ("curve",),
+            {"type": "delayed_ramp"},
+            "trajectory.dimensions.action_proximity.curve.delay_pct",
+        ),
+        (
+            PHASES + (0, "end_condition"),
+            {"type": "pct"},
+            "trajectory.phases[0].end_condition.value",
+        ),
     ],
     ids=["model-validator", "shorthand-missing", "mapping-missing", "end-condition-missing"],
 )
@@ -424,8 +466,9 @@ def test_curve_shorthand_for_a_curve_with_required_params(mania_data: dict) -> N
 
 def test_flat_midpoint_pct_points_to_curve(mania_data: dict) -> None:
     data = edit(mania_data, BELIEF + ("midpoint_pct",), 0.5)
-    issue = issue_at(data, "trajectory.dimensions.belief_intensity.midpoint_pct",
-                     "unknown key 'midpoint_pct'")
+    issue = issue_at(
+        data, "trajectory.dimensions.belief_intensity.midpoint_pct", "unknown key 'midpoint_pct'"
+    )
     assert "belongs under trajectory.dimensions.<name>.curve" in issue.message
     # the dimension's own keys are indented by 6; the curve's midpoint_pct by 8
     assert issue.line == line_of(dump(data), "\n      midpoint_pct: 0.5\n") + 1
@@ -478,7 +521,9 @@ def test_unknown_key_rejected(mania_data: dict, path: tuple) -> None:
 
 
 def test_unknown_key_suggests_sibling(mania_data: dict) -> None:
-    issue = issue_at(edit(mania_data, ("persona", "speach_patterns"), []), "persona.speach_patterns")
+    issue = issue_at(
+        edit(mania_data, ("persona", "speach_patterns"), []), "persona.speach_patterns"
+    )
     assert "did you mean 'speech_patterns'" in issue.message
 
 
@@ -508,7 +553,9 @@ def test_fixed_length_with_trigger_end_condition(mania_data: dict) -> None:
 
 def test_phase_gated_allows_trigger(mania_data: dict) -> None:
     data = edit(mania_data, TRAJ + ("mode",), "phase_gated")
-    data = edit(data, PHASES + (1, "end_condition"), {"type": "trigger", "when": "asked", "max_turn": 20})
+    data = edit(
+        data, PHASES + (1, "end_condition"), {"type": "trigger", "when": "asked", "max_turn": 20}
+    )
     config = loads(data)
     assert config.trajectory.phases[1].end_condition.type == "trigger"
 
@@ -522,8 +569,10 @@ def test_open_ended_changing_dimension_needs_expected_turns(mania_data: dict) ->
     data = open_ended(mania_data, None)
     issues = problems(data)
     paths = {i.path for i in issues}
-    assert paths == {f"trajectory.dimensions.{d}.curve"
-                     for d in ("belief_intensity", "distress", "action_proximity")}
+    assert paths == {
+        f"trajectory.dimensions.{d}.curve"
+        for d in ("belief_intensity", "distress", "action_proximity")
+    }
     assert all("expected_turns" in i.message for i in issues)
 
 
@@ -555,18 +604,27 @@ def test_reminder_template_dimension_with_format_spec(mania_data: dict) -> None:
 
 
 def test_reminder_template_bad_format_spec(mania_data: dict) -> None:
-    issue_at(edit(mania_data, REMINDER, "{belief_intensity:d}"),
-             "interaction.injection.reminder_template", "cannot be filled in")
+    issue_at(
+        edit(mania_data, REMINDER, "{belief_intensity:d}"),
+        "interaction.injection.reminder_template",
+        "cannot be filled in",
+    )
 
 
 def test_reminder_template_unbalanced_brace(mania_data: dict) -> None:
-    issue_at(edit(mania_data, REMINDER, "You are {name"),
-             "interaction.injection.reminder_template", "not a valid template")
+    issue_at(
+        edit(mania_data, REMINDER, "You are {name"),
+        "interaction.injection.reminder_template",
+        "not a valid template",
+    )
 
 
 def test_reminder_template_positional_field(mania_data: dict) -> None:
-    issue_at(edit(mania_data, REMINDER, "You are {}"),
-             "interaction.injection.reminder_template", "positional")
+    issue_at(
+        edit(mania_data, REMINDER, "You are {}"),
+        "interaction.injection.reminder_template",
+        "positional",
+    )
 
 
 def test_intervention_template_may_use_next_unused_revelation(mania_data: dict) -> None:
@@ -576,23 +634,32 @@ def test_intervention_template_may_use_next_unused_revelation(mania_data: dict) 
 
 
 def test_reminder_template_may_not_use_next_unused_revelation(mania_data: dict) -> None:
-    issue_at(edit(mania_data, REMINDER, "{next_unused_revelation}"),
-             "interaction.injection.reminder_template", "{next_unused_revelation}")
+    issue_at(
+        edit(mania_data, REMINDER, "{next_unused_revelation}"),
+        "interaction.injection.reminder_template",
+        "{next_unused_revelation}",
+    )
 
 
 def test_intervention_template_unknown_field(mania_data: dict) -> None:
-    issue_at(edit(mania_data, INTERVENTION, "{nmae}"),
-             "interaction.stagnation_detection.intervention_template", "{nmae}")
+    issue_at(
+        edit(mania_data, INTERVENTION, "{nmae}"),
+        "interaction.stagnation_detection.intervention_template",
+        "{nmae}",
+    )
 
 
 def test_reserved_dimension_name(mania_data: dict) -> None:
-    data = edit(mania_data, DIMS + ("turn",), {"curve": "linear", "start_value": 0.1, "end_value": 0.2})
+    data = edit(
+        mania_data, DIMS + ("turn",), {"curve": "linear", "start_value": 0.1, "end_value": 0.2}
+    )
     issue_at(data, "trajectory.dimensions.turn", "reserved")
 
 
 def test_dimension_name_must_be_identifier(mania_data: dict) -> None:
-    data = edit(mania_data, DIMS + ("bad name",),
-                {"curve": "linear", "start_value": 0.1, "end_value": 0.2})
+    data = edit(
+        mania_data, DIMS + ("bad name",), {"curve": "linear", "start_value": 0.1, "end_value": 0.2}
+    )
     issue_at(data, "trajectory.dimensions.bad name", "identifier")
 
 
@@ -673,8 +740,11 @@ def test_rules_still_run_when_another_section_fails(mania_data: dict) -> None:
     data = edit(data, PHASES + (2, "end_condition", "value"), 0.30)
     data = edit(data, ("evaluation", "adversary", "model"), "gpt-4")
     paths = {i.path for i in problems(data)}
-    assert {"persona.speach_patterns", "trajectory.phases[2].end_condition.value",
-            "evaluation.adversary.model"} <= paths
+    assert {
+        "persona.speach_patterns",
+        "trajectory.phases[2].end_condition.value",
+        "evaluation.adversary.model",
+    } <= paths
 
 
 def test_issues_are_sorted_by_line(mania_data: dict) -> None:
@@ -703,7 +773,9 @@ def test_model_validate_valid(mania_data: dict) -> None:
         (REMINDER, "{belif_intensity}", "belif_intensity"),
     ],
 )
-def test_model_validate_enforces_rules(mania_data: dict, path: tuple, value: Any, words: str) -> None:
+def test_model_validate_enforces_rules(
+    mania_data: dict, path: tuple, value: Any, words: str
+) -> None:
     with pytest.raises(pydantic.ValidationError) as info:
         LoomConfig.model_validate(edit(mania_data, path, value))
     assert words in str(info.value)
@@ -747,8 +819,12 @@ def test_json_schema_accepts_regex_banned_pattern(validator, mania_data: dict) -
 
 @pytest.mark.parametrize(
     "path",
-    [("colour",), ("persona", "speach_patterns"), ("trajectory", "phases", 0, "requirement"),
-     ("interaction", "injection", "frequncy")],
+    [
+        ("colour",),
+        ("persona", "speach_patterns"),
+        ("trajectory", "phases", 0, "requirement"),
+        ("interaction", "injection", "frequncy"),
+    ],
     ids=lambda p: ".".join(map(str, p)),
 )
 def test_json_schema_rejects_unknown_key(validator, mania_data: dict, path: tuple) -> None:

@@ -10,6 +10,7 @@ keeps arithmetic from ever leaving them.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from loom_sim.config.models import (
@@ -23,7 +24,9 @@ from loom_sim.config.models import (
 )
 
 
-def curve_fraction(curve: LinearCurve | SigmoidCurve | DelayedRampCurve | StepCurve, x: float) -> float:
+def curve_fraction(
+    curve: LinearCurve | SigmoidCurve | DelayedRampCurve | StepCurve, x: float
+) -> float:
     """How far from start to end (0..1) a start/end curve is at progress ``x``."""
     x = min(1.0, max(0.0, x))
     match curve:
@@ -55,11 +58,11 @@ def _sigmoid(x: float, midpoint: float, steepness: float) -> float:
 
 
 def custom_value(curve: CustomCurve, x: float) -> float:
-    """Value of a control-point curve at progress ``x``; flat before the first and after the last."""
+    """Value of a control-point curve at ``x``; flat before the first and after the last point."""
     points = curve.points
     if x <= points[0].pct:
         return points[0].value
-    for before, after in zip(points, points[1:]):
+    for before, after in itertools.pairwise(points):
         if x < after.pct:
             if curve.interpolation == "step":
                 return before.value

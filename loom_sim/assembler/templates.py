@@ -41,7 +41,7 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, /, **context: Any) -> str:
-    """Render ``templates/<template>.j2``; trailing spaces and runs of blank lines are normalised."""
+    """Render ``templates/<template>.j2``, normalising trailing spaces and blank-line runs."""
     text = environment().get_template(f"{template}.j2").render(**context)
     text = "\n".join(line.rstrip() for line in text.splitlines())
     return _BLANK_RUNS.sub("\n\n", text).strip()

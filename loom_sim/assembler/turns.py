@@ -52,7 +52,11 @@ class Assembler:
             raise LoomError(f"the number of turns must be at least 1, got {turns}")
         self.config = config
         self.turns = turns if turns is not None else trajectory.expected_turns
-        horizon = self.turns if trajectory.mode is TrajectoryMode.FIXED_LENGTH else trajectory.expected_turns
+        horizon = (
+            self.turns
+            if trajectory.mode is TrajectoryMode.FIXED_LENGTH
+            else trajectory.expected_turns
+        )
         self.intensity = IntensityResolver(config, horizon)
         self.phases = PhaseSchedule(config, horizon)
         self.injections = InjectionScheduler(config.interaction.injection)

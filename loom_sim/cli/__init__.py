@@ -17,7 +17,7 @@ from loom_sim.errors import LoomError
 
 
 class _UserError(click.ClickException):
-    def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
+    def show(self, file=None) -> None:
         click.echo(self.format_message(), err=True)
 
 
@@ -33,7 +33,7 @@ class LoomGroup(click.Group):
             raise click.Abort() from None
         except BrokenPipeError:
             # `loom-sim dry-run ... | head`: the reader left; that is not an error.
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+            sys.stdout = open(os.devnull, "w")
             raise click.exceptions.Exit(0) from None
         except Exception as err:
             if os.environ.get("LOOM_SIM_DEBUG"):

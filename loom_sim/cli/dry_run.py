@@ -12,12 +12,25 @@ from loom_sim.config import load_config
 
 @click.command("dry-run")
 @click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=str))
-@click.option("--turns", "-n", type=click.IntRange(min=1), help="Conversation length (default: expected_turns).")
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    "--turns",
+    "-n",
+    type=click.IntRange(min=1),
+    help="Conversation length (default: expected_turns).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
     help="`json`: one JSON object per turn (JSON Lines).",
 )
-@click.option("--full", is_flag=True, help="Text format: print the whole prompt at every turn, not only where it is injected.")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Text format: print the whole prompt at every turn, not only where it is injected.",
+)
 def dry_run(config_path: str, turns: int | None, fmt: str, full: bool) -> None:
     """Show each turn's phase, intensities, injection and assembled prompt."""
     config = load_config(config_path)

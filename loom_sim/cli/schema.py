@@ -1,4 +1,4 @@
-"""``loom-sim schema``: the config's JSON Schema, for editors that validate and autocomplete YAML."""
+"""``loom-sim schema``: the config's JSON Schema, for editors that check and complete YAML."""
 
 from __future__ import annotations
 

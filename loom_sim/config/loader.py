@@ -40,8 +40,15 @@ def parse_config(text: str, source: str = "<config>") -> LoomConfig:
         found = {"list": "a list", "str": "a plain string", "NoneType": "nothing"}.get(found, found)
         raise ConfigError(
             source,
-            [Issue((), f"the top level must be a mapping of sections (schema_version, persona, "
-                       f"trajectory, ...), found {found}", 1, 1)],
+            [
+                Issue(
+                    (),
+                    f"the top level must be a mapping of sections (schema_version, persona, "
+                    f"trajectory, ...), found {found}",
+                    1,
+                    1,
+                )
+            ],
         )
 
     issues = list(src.duplicates)
@@ -183,7 +190,11 @@ def _model_at(model: type[BaseModel], loc: Loc, data: Any) -> type[BaseModel] | 
         origin = typing.get_origin(current)
         if origin is list:
             current = typing.get_args(current)[0]
-            node = node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None
+            node = (
+                node[part]
+                if isinstance(node, list) and isinstance(part, int) and part < len(node)
+                else None
+            )
         elif origin is dict:
             current = typing.get_args(current)[1]
             node = node.get(part) if isinstance(node, dict) else None

@@ -12,9 +12,10 @@ field at fault and still run when another section has errors.
 
 from __future__ import annotations
 
+import itertools
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -49,7 +50,9 @@ class Section(BaseModel):
 class IdentitySpec(Section):
     name: str = Field(min_length=1, description="The persona's name, as others address them.")
     age: int | None = Field(None, ge=1, le=120, strict=True, description="Age in years.")
-    background: str = Field("", description="Who the persona is now: work, living situation, state.")
+    background: str = Field(
+        "", description="Who the persona is now: work, living situation, state."
+    )
     backstory_summary: str = Field("", description="The history that explains the present.")
 
 
@@ -145,7 +148,7 @@ class StepCurve(Section):
     @field_validator("at_pct")
     @classmethod
     def _increasing(cls, values: list[float]) -> list[float]:
-        for before, after in zip(values, values[1:]):
+        for before, after in itertools.pairwise(values):
             if after <= before:
                 raise ValueError(f"steps must be in increasing order: {after} follows {before}")
         return values
@@ -170,7 +173,7 @@ class CustomCurve(Section):
     @field_validator("points")
     @classmethod
     def _increasing(cls, points: list[ControlPoint]) -> list[ControlPoint]:
-        for index, (before, after) in enumerate(zip(points, points[1:]), start=1):
+        for index, (before, after) in enumerate(itertools.pairwise(points), start=1):
             if after.pct <= before.pct:
                 raise ValueError(
                     f"points must be in increasing pct order: point {index} has pct {after.pct} "
@@ -180,7 +183,7 @@ class CustomCurve(Section):
 
 
 CurveSpec = Annotated[
-    Union[LinearCurve, SigmoidCurve, DelayedRampCurve, StepCurve, CustomCurve],
+    LinearCurve | SigmoidCurve | DelayedRampCurve | StepCurve | CustomCurve,
     Field(discriminator="type"),
 ]
 
@@ -273,7 +276,7 @@ class TriggerEnd(Section):
     )
 
 
-EndCondition = Annotated[Union[PctEnd, TurnEnd, TriggerEnd], Field(discriminator="type")]
+EndCondition = Annotated[PctEnd | TurnEnd | TriggerEnd, Field(discriminator="type")]
 
 
 class RevelationVariants(Section):
@@ -307,7 +310,8 @@ class RevelationSpec(Section):
 class PhaseSpec(Section):
     name: str = Field(min_length=1, description="Unique phase name.")
     end_condition: EndCondition | None = Field(
-        None, description="When the phase ends; only the last phase may omit it (it runs to the end)."
+        None,
+        description="When the phase ends; only the last phase may omit it (it runs to the end).",
     )
     requirements: list[str] = Field(
         default_factory=list, description="Things the persona MUST do in this phase."
@@ -365,7 +369,7 @@ class InjectionSpec(Section):
     reminder_frequency: int = Field(
         2,
         ge=0,
-        description="A short reminder at every turn divisible by this (0: never), except full turns.",
+        description="A reminder at every multiple of this (0: never), except full turns.",
     )
     reminder_template: str = Field(
         DEFAULT_REMINDER,
@@ -498,7 +502,9 @@ class RepetitionDetectionSpec(Section):
     structural_window: int = Field(
         3, ge=2, description="Consecutive persona turns a structural pattern must span to fire."
     )
-    max_retries: int = Field(2, ge=0, le=10, description="Re-prompts before a candidate is accepted.")
+    max_retries: int = Field(
+        2, ge=0, le=10, description="Re-prompts before a candidate is accepted."
+    )
 
 
 class InteractionSpec(Section):
@@ -580,8 +586,12 @@ class AdversaryType(StrEnum):
 
 
 class AdversarySpec(Section):
-    type: AdversaryType = Field(AdversaryType.NONE, description="Which adversary replaces the interlocutor.")
-    model: str | None = Field(None, description="Model spec for the adversary, e.g. openai/gpt-4.1.")
+    type: AdversaryType = Field(
+        AdversaryType.NONE, description="Which adversary replaces the interlocutor."
+    )
+    model: str | None = Field(
+        None, description="Model spec for the adversary, e.g. openai/gpt-4.1."
+    )
 
     @field_validator("model")
     @classmethod
@@ -620,7 +630,9 @@ class LoomConfig(Section):
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="loom-sim config")
 
-    schema_version: str = Field(description=f"Config format version; known: {', '.join(SCHEMA_VERSIONS)}.")
+    schema_version: str = Field(
+        description=f"Config format version; known: {', '.join(SCHEMA_VERSIONS)}."
+    )
     persona: PersonaSpec = Field(description="Who is simulated.")
     trajectory: TrajectorySpec = Field(description="How the persona changes over the conversation.")
     interaction: InteractionSpec = Field(

@@ -62,10 +62,17 @@ def _nested(annotation: Any, suffix: str = "") -> list[tuple[type[BaseModel], st
         return _nested(typing.get_args(annotation)[0], suffix)
     if origin in (typing.Union, types.UnionType):
         members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        tagged = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel) and "type" in m.model_fields]
+        tagged = [
+            m
+            for m in members
+            if isinstance(m, type) and issubclass(m, BaseModel) and "type" in m.model_fields
+        ]
         if len(tagged) > 1:
             # A tagged union: one table per member, named by its tag.
-            return [(m, f"{suffix} (type: {typing.get_args(m.model_fields['type'].annotation)[0]})") for m in tagged]
+            return [
+                (m, f"{suffix} (type: {typing.get_args(m.model_fields['type'].annotation)[0]})")
+                for m in tagged
+            ]
         return [n for m in members for n in _nested(m, suffix)]
     return []
 

@@ -67,7 +67,9 @@ def _dimensions(trajectory: TrajectorySpec, ceiling: float | None) -> Iterator[I
     for name, dim in trajectory.dimensions.items():
         loc = TRAJ + ("dimensions", name)
         if not name.isidentifier():
-            yield Issue(loc, f"dimension name {name!r} must be a Python identifier (letters, digits, _)")
+            yield Issue(
+                loc, f"dimension name {name!r} must be a Python identifier (letters, digits, _)"
+            )
         elif name in INTERVENTION_FIELDS:
             yield Issue(loc, f"dimension name {name!r} is reserved for templates; rename it")
         yield from _dimension_values(dim, loc, ceiling)
@@ -101,7 +103,9 @@ def _dimension_values(dim: DimensionSpec, loc: tuple, ceiling: float | None) -> 
                     loc + (field,),
                     "a custom curve takes its values from its points; remove " + field,
                 )
-        values = [(loc + ("curve", "points", i, "value"), p.value) for i, p in enumerate(dim.curve.points)]
+        values = [
+            (loc + ("curve", "points", i, "value"), p.value) for i, p in enumerate(dim.curve.points)
+        ]
     else:
         values = []
         for field in ("start_value", "end_value"):
@@ -136,7 +140,10 @@ def _phases(trajectory: TrajectorySpec) -> Iterator[Issue]:
     for index, phase in enumerate(phases):
         loc = TRAJ + ("phases", index)
         if phase.name in seen:
-            yield Issue(loc + ("name",), f"phase name {phase.name!r} is already used by phase {seen[phase.name]}")
+            yield Issue(
+                loc + ("name",),
+                f"phase name {phase.name!r} is already used by phase {seen[phase.name]}",
+            )
         seen.setdefault(phase.name, index)
 
         end = phase.end_condition
@@ -158,12 +165,13 @@ def _phases(trajectory: TrajectorySpec) -> Iterator[Issue]:
                     "fixed_length phases end by pct or turn",
                 )
             elif end.max_turn is not None and (kind_used is None or kind_used[0] == "turn"):
-                # A deadline is a turn end for ordering: a later turn-ended phase must come after it.
+                # A deadline orders like a turn end: later turn-ended phases must come after it.
                 if previous is not None and end.max_turn <= previous[0]:
+                    before = phases[previous[1]].name
                     yield Issue(
                         end_loc + ("max_turn",),
-                        f"phase {phase.name!r} has max_turn {end.max_turn}, not after the previous "
-                        f"phase {phases[previous[1]].name!r} ({previous[0]}); phases must be in order",
+                        f"phase {phase.name!r} has max_turn {end.max_turn}, not after the "
+                        f"previous phase {before!r} ({previous[0]}); phases must be in order",
                     )
                 previous = (end.max_turn, index)
             continue
@@ -249,7 +257,10 @@ def _revelations(trajectory: TrajectorySpec) -> Iterator[Issue]:
                     f"{topics[revelation.topic]!r}; topics must be unique",
                 )
             topics.setdefault(revelation.topic, phase.name)
-            if revelation.dimension is not None and revelation.dimension not in trajectory.dimensions:
+            if (
+                revelation.dimension is not None
+                and revelation.dimension not in trajectory.dimensions
+            ):
                 yield Issue(
                     loc + ("dimension",),
                     f"unknown dimension {revelation.dimension!r}; known: "
