@@ -45,7 +45,7 @@ def main() -> None:
     for turns in (50, 200, 1000):
         total = median_seconds(lambda n=turns: list(Assembler(config, n).plans()), args.repeats)
         per_turn = total / turns * 1e6
-        print(f"assemble {turns:>4} turns: {total * 1e3:8.1f} ms total, {per_turn:7.1f} µs per turn")
+        print(f"assemble {turns:>4} turns: {total * 1e3:8.1f} ms, {per_turn:7.1f} µs per turn")
 
     tracemalloc.start()
     plans = list(Assembler(config, 1000).plans())
