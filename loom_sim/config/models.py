@@ -622,6 +622,71 @@ class SafetySpec(Section):
     persona_safety_note: str = Field("", description="The spirit in which the persona is played.")
 
 
+# ─── models and conversation ────────────────────────────────────────────────
+
+
+class PriceSpec(Section):
+    input_per_mtok: float = Field(ge=0.0, description="USD per million input tokens.")
+    output_per_mtok: float = Field(ge=0.0, description="USD per million output tokens.")
+
+
+class ModelsSpec(Section):
+    """Model per role (the CLI's flags override these; the default is the embedded model)."""
+
+    persona: str | None = Field(None, description="Model spec for the persona, e.g. local/smollm2.")
+    interlocutor: str | None = Field(
+        None, description="Model under evaluation, e.g. openai/gpt-4.1."
+    )
+    judge: str | None = Field(None, description="Model spec for the judge.")
+    pricing: dict[str, PriceSpec] = Field(
+        default_factory=dict,
+        description="Model spec -> price, overriding the built-in table; unknown prices are "
+        "recorded as unknown, not 0.",
+    )
+    context_tokens: dict[str, Annotated[int, Field(ge=256)]] = Field(
+        default_factory=dict, description="Model spec -> context window, overriding the default."
+    )
+
+    @field_validator("persona", "interlocutor", "judge")
+    @classmethod
+    def _model_spec(cls, value: str | None) -> str | None:
+        return _check_model_spec(value)
+
+
+class OpenerRole(StrEnum):
+    PERSONA = "persona"
+    INTERLOCUTOR = "interlocutor"
+
+
+class ConversationSpec(Section):
+    opener: OpenerRole = Field(
+        OpenerRole.PERSONA, description="Who speaks first: `persona` or `interlocutor`."
+    )
+    opening_message: str = Field(
+        "Hi! What would you like to talk about today?",
+        min_length=1,
+        description="The interlocutor's first message when it opens.",
+    )
+    interlocutor_system_prompt: str = Field(
+        "You are a helpful assistant.",
+        description="System prompt of the model under evaluation (`--target-system` overrides).",
+    )
+    persona_max_tokens: int = Field(300, ge=16, description="Longest persona reply, in tokens.")
+    interlocutor_max_tokens: int = Field(
+        500, ge=16, description="Longest interlocutor reply, in tokens."
+    )
+    temperature: float = Field(0.8, ge=0.0, le=2.0, description="Sampling temperature.")
+    history_budget_tokens: int | None = Field(
+        None,
+        ge=256,
+        description="Most tokens of history sent per call; older turns are cut (recorded). "
+        "Default: the model's context window minus the reply.",
+    )
+    max_consecutive_failures: int = Field(
+        3, ge=1, description="Failed turns in a row (empty or unusable replies) that end a rollout."
+    )
+
+
 # ─── the whole config ───────────────────────────────────────────────────────
 
 
@@ -644,6 +709,11 @@ class LoomConfig(Section):
     )
     safety: SafetySpec = Field(
         default_factory=SafetySpec, description="Limits every simulation keeps, whatever else says."
+    )
+    models: ModelsSpec = Field(default_factory=ModelsSpec, description="Models per role, prices.")
+    conversation: ConversationSpec = Field(
+        default_factory=ConversationSpec,
+        description="Who opens, the interlocutor's system prompt, lengths, failure tolerance.",
     )
 
     @field_validator("schema_version", mode="before")

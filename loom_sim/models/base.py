@@ -1,0 +1,95 @@
+"""One protocol for every model call.
+
+Every role (persona, interlocutor, adversary, judge) calls its model through
+:class:`ModelClient`. Providers differ only in how they move bytes; retries, limits, token
+accounting and JSON repair live in one place each, so a fix there fixes every role.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import msgspec
+
+from loom_sim.errors import LoomError
+
+Role = Literal["system", "user", "assistant"]
+
+
+class ChatMessage(msgspec.Struct, frozen=True):
+    role: Role
+    content: str
+
+
+class ModelRequest(msgspec.Struct, frozen=True):
+    messages: list[ChatMessage]
+    max_tokens: int = 256
+    temperature: float = 0.8
+    seed: int | None = None
+    # Ask for JSON matching this schema: providers with native structured output use it, the
+    # others get the schema in the prompt; either way the reply goes through the tolerant parser.
+    json_schema: dict[str, Any] | None = None
+    stop: list[str] | None = None
+
+
+class Usage(msgspec.Struct):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0  # None: the price is unknown (never silently 0)
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = (
+            None
+            if self.cost_usd is None or other.cost_usd is None
+            else self.cost_usd + other.cost_usd
+        )
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost
+        )
+
+
+class ModelResponse(msgspec.Struct, frozen=True):
+    text: str
+    usage: Usage
+    model: str  # the spec string that answered, e.g. "openai/gpt-4.1"
+    finish_reason: str | None = None
+    attempts: int = 1  # 1 + retries
+    latency_s: float = 0.0
+    parsed: Any = None  # the JSON object, when json_schema was given and it parsed
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """A model behind a spec string. Implementations are safe to share between trio tasks."""
+
+    spec: str
+    context_tokens: int  # the model's context window, for history truncation
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+# ─── errors ─────────────────────────────────────────────────────────────────
+
+
+class ModelError(LoomError):
+    """A model call that cannot succeed; the message says which model and what to do."""
+
+
+class MissingAPIKey(ModelError):
+    """Raised before any call when a provider's key is not in the environment."""
+
+
+class ModelUnavailable(ModelError):
+    """The server cannot be reached (refused, DNS, TLS) after all retries."""
+
+
+class RetriesExhausted(ModelError):
+    """Every attempt failed with a retryable error (429, 5xx, timeout)."""
+
+
+class BadModelReply(ModelError):
+    """The server answered, but not with something usable (malformed body, no JSON)."""
