@@ -1,0 +1,86 @@
+"""The persona: a model playing the configured person, steered by the assembler's scaffolding.
+
+Protocol: ``Speak`` -> ``Utterance`` (a candidate; the rollout decides whether it is sent);
+``Heard`` (tell) -> the committed exchange joins the persona's history. The persona's system
+prompt is the scaffolding of the last full injection, plus this turn's reminder, emergency
+intervention or re-prompt, so chat APIs see one system message and strictly alternating turns.
+"""
+
+from __future__ import annotations
+
+from loom_sim.messages import Body, Heard, Speak, Utterance
+from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest
+from loom_sim.runtime.actor import Actor
+from loom_sim.runtime.history import Generation, History
+from loom_sim.runtime.seeds import SeedSource
+
+CONVERSATION_START = "[The conversation starts now. Write your first message.]"
+
+
+class PersonaActor(Actor):
+    role = "persona"
+
+    def __init__(
+        self,
+        model: ModelClient,
+        generation: Generation,
+        seeds: SeedSource,
+        *,
+        opening: str | None = None,
+        scaffolding: str = "",
+        past: list[Heard] | None = None,
+    ):
+        self._model = model
+        self._generation = generation
+        self._seeds = seeds
+        self._scaffolding = scaffolding
+        self._history = History()
+        self._hear(opening or CONVERSATION_START, "user")
+        for exchange in past or ():
+            self._remember(exchange)
+
+    async def handle(self, body: Body) -> Body | None:
+        match body:
+            case Speak():
+                return await self._speak(body)
+            case Heard():
+                self._remember(body)
+                return None
+        raise TypeError(f"persona cannot handle {type(body).__name__}")
+
+    async def _speak(self, request: Speak) -> Utterance:
+        if request.scaffolding is not None:
+            self._scaffolding = request.scaffolding
+        notes = [n for n in (request.reminder, request.emergency, request.vary) if n]
+        system_text = "\n\n".join([self._scaffolding, *notes]) if notes else self._scaffolding
+        system = ChatMessage("system", system_text)
+        generation = self._generation
+        budget = generation.budget_tokens or (self._model.context_tokens - generation.max_tokens)
+        messages, cut = self._history.fit(
+            system, self._model.count_tokens(system_text), [], 0, budget
+        )
+        response = await self._model.complete(
+            ModelRequest(
+                messages=messages,
+                max_tokens=generation.max_tokens,
+                temperature=generation.temperature,
+                seed=self._seeds.for_call(self.role, request.turn, request.attempt),
+            )
+        )
+        text = response.text.strip()
+        if not text:
+            raise BadModelReply(f"{self._model.spec} returned an empty persona message")
+        return Utterance(
+            text=text,
+            usage=response.usage,
+            latency_s=response.latency_s,
+            attempts=response.attempts,
+            cut_turns=cut,
+        )
+
+    def _remember(self, exchange: Heard) -> None:
+        self._hear(exchange.persona, "assistant")
+        self._hear(exchange.interlocutor, "user")
+
+    def _hear(self, text: str, role: str) -> None:
+        self._history.append(ChatMessage(role, text), self._model.count_tokens(text))

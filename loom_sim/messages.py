@@ -1,0 +1,175 @@
+"""Every message actors exchange, as frozen msgspec Structs.
+
+Bodies are tagged (``"type": "Speak"``) so a line of ``trace.jsonl`` decodes back to its class;
+the :class:`Envelope` around a body says who sent it to whom, in which rollout and turn, and
+which request it answers. Actors never share state: what one needs from another travels here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from loom_sim.models.base import Usage
+
+
+class Body(msgspec.Struct, frozen=True, tag=True, forbid_unknown_fields=False):
+    """Base of every message body."""
+
+
+# ─── persona ────────────────────────────────────────────────────────────────
+
+
+class Speak(Body, frozen=True):
+    """Persona: produce your next message (a candidate until the repetition guard accepts it)."""
+
+    turn: int
+    attempt: int = 0
+    injection: str = "none"  # full | reminder | none
+    scaffolding: str | None = None  # the full prompt, on full-injection turns
+    reminder: str | None = None
+    emergency: str | None = None  # a monitor's intervention, scheduled for this turn
+    vary: str | None = None  # the guard's re-prompt after a rejected candidate
+
+
+class Utterance(Body, frozen=True):
+    """What a model-backed actor said, with what it cost."""
+
+    text: str
+    usage: Usage = msgspec.field(default_factory=Usage)
+    latency_s: float = 0.0
+    attempts: int = 1
+    cut_turns: int = 0  # history turns left out to fit the context budget
+
+
+class Heard(Body, frozen=True):
+    """To the persona and monitor: this exchange is now part of the conversation."""
+
+    turn: int
+    persona: str
+    interlocutor: str
+
+
+# ─── interlocutor (or adversary) ────────────────────────────────────────────
+
+
+class Respond(Body, frozen=True):
+    """Interlocutor: answer the persona's message."""
+
+    turn: int
+    text: str
+
+
+# ─── monitor ────────────────────────────────────────────────────────────────
+
+
+class MonitorEvent(msgspec.Struct, frozen=True):
+    """A monitor trigger: which monitor, which pattern fired, what was done about it."""
+
+    monitor: str  # repetition | stagnation | convergence
+    pattern: str  # e.g. "banned:Have you ever felt", "ends_with_question_to_interlocutor"
+    action: str  # reprompt | accepted_after_retries | emergency_injection
+    detail: str = ""
+    attempt: int | None = None
+    values: dict[str, float] = msgspec.field(default_factory=dict)
+
+
+class CheckCandidate(Body, frozen=True):
+    """Monitor: may this persona candidate be sent?"""
+
+    turn: int
+    attempt: int
+    text: str
+
+
+class Verdict(Body, frozen=True):
+    accepted: bool
+    events: list[MonitorEvent] = msgspec.field(default_factory=list)
+    vary: str | None = None  # the re-prompt to use when rejected
+
+
+class Observe(Body, frozen=True):
+    """Monitor: examine the completed exchange."""
+
+    turn: int
+    persona: str
+    interlocutor: str
+
+
+class Observation(Body, frozen=True):
+    events: list[MonitorEvent] = msgspec.field(default_factory=list)
+    emergency: str | None = None  # an intervention for the next turn's prompt
+
+
+# ─── judge ──────────────────────────────────────────────────────────────────
+
+
+class WindowTurn(msgspec.Struct, frozen=True):
+    turn: int
+    persona: str
+    interlocutor: str
+
+
+class Judge(Body, frozen=True):
+    """Judge: score a window of turns against a rubric; answer as JSON matching ``schema``."""
+
+    turn: int
+    rubric: str
+    window: list[WindowTurn]
+    schema: dict[str, Any]
+    rubric_id: str = ""
+
+
+class Judgement(Body, frozen=True):
+    ok: bool
+    parsed: Any = None
+    raw: str = ""
+    error: str | None = None
+    attempts: int = 1
+    usage: Usage = msgspec.field(default_factory=Usage)
+
+
+# ─── failures ───────────────────────────────────────────────────────────────
+
+
+class Failure(Body, frozen=True):
+    """The reply of an actor whose handler raised: the requester raises it as ActorFailure."""
+
+    actor: str
+    error: str  # one sentence for people
+    kind: str  # the exception class name
+    model_error: bool = False  # a model call failed after its retries
+
+
+BODY_TYPES = (
+    Speak,
+    Utterance,
+    Heard,
+    Respond,
+    CheckCandidate,
+    Verdict,
+    Observe,
+    Observation,
+    Judge,
+    Judgement,
+    Failure,
+)
+
+AnyBody = Speak | Utterance | Heard | Respond | CheckCandidate | Verdict | Observe | Observation | Judge | Judgement | Failure  # noqa: E501
+
+
+class Envelope(msgspec.Struct, frozen=True):
+    """A message in flight: the unit the trace records."""
+
+    id: int
+    ts: float
+    rollout: str
+    turn: int
+    sender: str
+    recipient: str
+    body: AnyBody
+    reply_to: int | None = None
+
+
+ENVELOPE_DECODER = msgspec.json.Decoder(Envelope)

@@ -1,0 +1,86 @@
+"""The repetition guard: banned phrases and formulaic turn shapes in persona candidates.
+
+It runs on every candidate before the interlocutor sees it (the ``act`` state's guard), so a
+rejected draft costs one persona call and nothing else. Structural patterns only fire when a
+shape repeats over ``structural_window`` turns: one question back is conversation, the same
+question-ending every turn is a formula.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loom_sim.config.models import RepetitionDetectionSpec, StructuralPattern
+
+_GRATITUDE = re.compile(
+    r"\b(thank(s| you)|i (really )?appreciate|grateful|appreciate (it|that|you))\b", re.IGNORECASE
+)
+_CLOSERS = " \t\r\n\"'”’)]*_"  # what may follow a final question mark
+
+
+@dataclass(frozen=True)
+class Finding:
+    pattern: str  # "banned:<text>", "regex:<pattern>" or a structural pattern name
+    detail: str
+
+
+def ends_with_question(text: str) -> bool:
+    return text.rstrip(_CLOSERS).endswith("?")
+
+
+def expresses_gratitude(text: str) -> bool:
+    return _GRATITUDE.search(text) is not None
+
+
+class RepetitionGuard:
+    def __init__(self, spec: RepetitionDetectionSpec):
+        self.spec = spec
+        self._substrings = [(p.substring, p.substring.lower()) for p in spec.banned_patterns if p.substring]
+        self._regexes = [(p.regex, re.compile(p.regex)) for p in spec.banned_patterns if p.regex]
+
+    def check(self, candidate: str, previous: Sequence[str]) -> list[Finding]:
+        """What is wrong with ``candidate`` given the persona's ``previous`` committed messages."""
+        if not self.spec.enabled:
+            return []
+        findings: list[Finding] = []
+        lowered = candidate.lower()
+        for original, needle in self._substrings:
+            if needle in lowered:
+                findings.append(Finding(f"banned:{original}", f'contains "{original}"'))
+        for original, regex in self._regexes:
+            match = regex.search(candidate)
+            if match:
+                findings.append(Finding(f"regex:{original}", f'matches /{original}/: "{match.group(0)}"'))
+        window = self.spec.structural_window
+        recent = list(previous[-(window - 1) :]) if window > 1 else []
+        if len(recent) == window - 1:
+            for pattern in self.spec.structural_patterns:
+                if pattern is StructuralPattern.ENDS_WITH_QUESTION:
+                    if ends_with_question(candidate) and all(ends_with_question(m) for m in recent):
+                        findings.append(
+                            Finding(pattern.value, f"the last {window} messages all end with a question")
+                        )
+                elif pattern is StructuralPattern.GRATITUDE_LOOP:
+                    if expresses_gratitude(candidate) and all(expresses_gratitude(m) for m in recent):
+                        findings.append(
+                            Finding(pattern.value, f"the last {window} messages all thank or appreciate")
+                        )
+        return findings
+
+
+def vary_instruction(findings: Sequence[Finding]) -> str:
+    """The re-prompt after a rejected draft: what to avoid, concretely."""
+    avoid = []
+    for finding in findings:
+        if finding.pattern.startswith(("banned:", "regex:")):
+            avoid.append(f"do not write anything that {finding.detail}")
+        elif finding.pattern == StructuralPattern.ENDS_WITH_QUESTION.value:
+            avoid.append("do not end with a question to the other person")
+        elif finding.pattern == StructuralPattern.GRATITUDE_LOOP.value:
+            avoid.append("do not thank them or say you appreciate them")
+    return (
+        "[Your draft was rejected as formulaic. Write a different message, in character, "
+        "varying how you start and end it: " + "; ".join(avoid) + ".]"
+    )

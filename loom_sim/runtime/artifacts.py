@@ -1,0 +1,131 @@
+"""The run directory and the files in it.
+
+    results/<config-stem>-<hash8>-<UTC time>/
+        run.json                 resolved config, seed, arguments, versions, models (no secrets)
+        rollout_000/turns.jsonl  one TurnRecord per completed turn, flushed as it completes
+        rollout_000/transcript.json   when the rollout ends
+        rollout_000/trace.jsonl  every envelope
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from loom_sim.errors import LoomError
+from loom_sim.runtime.records import (
+    TRANSCRIPT_DECODER,
+    TURN_DECODER,
+    TURN_ENCODER,
+    Transcript,
+    TurnRecord,
+)
+
+RUN_FILE = "run.json"
+TURNS_FILE = "turns.jsonl"
+TRANSCRIPT_FILE = "transcript.json"
+TRACE_FILE = "trace.jsonl"
+
+
+def config_hash(config_data: dict[str, Any]) -> str:
+    canonical = json.dumps(config_data, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def new_run_dir(root: Path, config_stem: str, config_data: dict[str, Any]) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = root / f"{config_stem}-{config_hash(config_data)[:8]}-{stamp}"
+    path, n = base, 1
+    while path.exists():  # two runs in the same second
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def rollout_dir(run_dir: Path, index: int) -> Path:
+    return run_dir / f"rollout_{index:03d}"
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write atomically: a reader (or a resumed run) never sees half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
+    os.replace(tmp, path)
+
+
+def read_run_file(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        raise LoomError(f"{run_dir}: not a loom-sim run directory (no {RUN_FILE})")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise LoomError(f"{path}: unreadable ({err})") from None
+
+
+class TurnLog:
+    """``turns.jsonl``: append-only, one line per completed turn, flushed at once."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def append(self, record: TurnRecord) -> None:
+        with self.path.open("ab") as fh:
+            fh.write(TURN_ENCODER.encode(record) + b"\n")
+            fh.flush()
+
+    def load(self) -> list[TurnRecord]:
+        """Every complete record; a torn last line (the process died mid-write) is cut off."""
+        if not self.path.exists():
+            return []
+        raw = self.path.read_bytes()
+        records: list[TurnRecord] = []
+        good = 0
+        for line in raw.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                break
+            try:
+                records.append(TURN_DECODER.decode(line))
+            except msgspec.DecodeError:
+                break
+            good += len(line)
+        if good != len(raw):
+            with self.path.open("r+b") as fh:
+                fh.truncate(good)
+        # Turn numbers must run 0, 1, 2...: anything else is not ours to continue.
+        for expected, record in enumerate(records):
+            if record.turn != expected:
+                raise LoomError(f"{self.path}: turn {record.turn} found where {expected} was expected")
+        return records
+
+
+@dataclass(frozen=True)
+class RolloutFiles:
+    dir: Path
+
+    @property
+    def turns(self) -> TurnLog:
+        return TurnLog(self.dir / TURNS_FILE)
+
+    @property
+    def trace(self) -> Path:
+        return self.dir / TRACE_FILE
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.dir / TRANSCRIPT_FILE
+
+    def transcript(self) -> Transcript | None:
+        if not self.transcript_path.exists():
+            return None
+        return TRANSCRIPT_DECODER.decode(self.transcript_path.read_bytes())
+
+    def write_transcript(self, transcript: Transcript) -> None:
+        write_json(self.transcript_path, transcript)

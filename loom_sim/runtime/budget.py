@@ -1,0 +1,43 @@
+"""The run's budgets: money and time, shared by all its rollouts.
+
+Rollouts check at every turn boundary, so a budget stops a run within one turn of being
+reached and never cuts a turn in half. A price that is unknown cannot be counted; the run says
+so at the start instead of pretending it costs nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from loom_sim.models.base import Usage
+
+
+class RunBudget:
+    def __init__(
+        self,
+        max_cost_usd: float | None = None,
+        max_runtime_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.max_cost_usd = max_cost_usd
+        self.max_runtime_s = max_runtime_s
+        self._clock = clock
+        self._started = clock()
+        self.cost_usd = 0.0
+        self.cost_unknown = False
+
+    def charge(self, usage: Usage) -> None:
+        if usage.cost_usd is None:
+            self.cost_unknown = True
+        else:
+            self.cost_usd += usage.cost_usd
+
+    def exceeded(self) -> tuple[str, str] | None:
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            return ("cost_budget", f"spent ${self.cost_usd:.4f} of the ${self.max_cost_usd:g} budget")
+        if self.max_runtime_s is not None:
+            elapsed = self._clock() - self._started
+            if elapsed >= self.max_runtime_s:
+                return ("runtime_budget", f"ran {elapsed:.1f}s of the {self.max_runtime_s:g}s budget")
+        return None

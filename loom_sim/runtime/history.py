@@ -1,0 +1,51 @@
+"""Fitting a conversation into a model's context window.
+
+Long rollouts outgrow small models' context. The system prompt and the newest turns matter
+most, so whole exchanges are dropped from the front until the rest fits, and the number cut is
+reported (the transcript records it). Token counts are taken once per message when it joins
+the history, so a 200-turn rollout never recounts its past.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loom_sim.models.base import ChatMessage
+
+@dataclass(frozen=True)
+class Generation:
+    """How a role's model is asked to generate."""
+
+    max_tokens: int
+    temperature: float
+    budget_tokens: int | None = None  # history budget; None: context window minus the reply
+
+
+# Per-message overhead of chat formats (role markers, separators), in tokens.
+MESSAGE_OVERHEAD = 4
+
+
+@dataclass
+class History:
+    """One actor's view of the conversation: alternating user/assistant messages, counted."""
+
+    messages: list[ChatMessage] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+
+    def append(self, message: ChatMessage, tokens: int) -> None:
+        self.messages.append(message)
+        self.tokens.append(tokens + MESSAGE_OVERHEAD)
+
+    def fit(self, system: ChatMessage, system_tokens: int, tail: list[ChatMessage], tail_tokens: int, budget: int) -> tuple[list[ChatMessage], int]:
+        """System + as many recent messages as fit + tail; returns (messages, exchanges cut).
+
+        Messages are dropped in (user, assistant) pairs from the front, so the result still
+        starts with a user message and alternates, as every chat API requires.
+        """
+        used = system_tokens + MESSAGE_OVERHEAD + tail_tokens
+        total = used + sum(self.tokens)
+        start = 0
+        while total > budget and start + 2 <= len(self.messages):
+            total -= self.tokens[start] + self.tokens[start + 1]
+            start += 2
+        return [system, *self.messages[start:], *tail], start // 2

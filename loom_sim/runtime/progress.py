@@ -1,0 +1,122 @@
+"""Progress of a run: a live table on a terminal, plain lines otherwise.
+
+Rollouts report to a :class:`ProgressSink`; they never format output themselves, so the same
+run can show a rich table, write CI-friendly lines, or stay silent in tests.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import IO, Protocol
+
+
+class ProgressSink(Protocol):
+    def rollout_started(self, rollout: str, turns: int, done: int) -> None: ...
+
+    def turn_done(
+        self, rollout: str, turn: int, phase: str, tokens: int, cost: float | None, elapsed: float
+    ) -> None: ...
+
+    def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None: ...
+
+
+class NullProgress:
+    def rollout_started(self, rollout: str, turns: int, done: int) -> None:
+        pass
+
+    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:  # noqa: ANN001
+        pass
+
+    def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
+        pass
+
+
+def _cost(cost: float | None) -> str:
+    return "unknown" if cost is None else f"${cost:.4f}"
+
+
+class PlainProgress:
+    """One line per event: for logs, pipes and CI."""
+
+    def __init__(self, stream: IO[str] | None = None):
+        self._stream = stream or sys.stderr
+        self._turns: dict[str, int] = {}
+
+    def _say(self, text: str) -> None:
+        print(text, file=self._stream, flush=True)
+
+    def rollout_started(self, rollout: str, turns: int, done: int) -> None:
+        self._turns[rollout] = turns
+        resumed = f", resuming after turn {done - 1}" if done else ""
+        self._say(f"{rollout}: started ({turns} turns{resumed})")
+
+    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:  # noqa: ANN001
+        total = self._turns.get(rollout, "?")
+        self._say(
+            f"{rollout}: turn {turn + 1}/{total} · {phase} · {tokens} tokens · "
+            f"{_cost(cost)} · {elapsed:.1f}s"
+        )
+
+    def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
+        self._say(f"{rollout}: {status}" + (f" ({detail})" if detail else ""))
+
+
+@dataclass
+class _Row:
+    turns: int
+    turn: int = 0
+    phase: str = ""
+    tokens: int = 0
+    cost: float | None = 0.0
+    elapsed: float = 0.0
+    status: str = "running"
+
+
+class RichProgress:
+    """A live table, one row per rollout: turn k/n, phase, tokens, cost, elapsed, status."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._rows: dict[str, _Row] = {}
+        self._started = time.monotonic()
+        self._live = Live(self, console=Console(stderr=True), refresh_per_second=4, transient=False)
+
+    def __enter__(self) -> RichProgress:
+        self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.stop()
+
+    def __rich__(self):  # noqa: ANN204 - rich's protocol
+        from rich.table import Table
+
+        table = Table(title="loom-sim run", expand=False)
+        for column in ("rollout", "turn", "phase", "tokens", "cost", "elapsed", "status"):
+            table.add_column(column, justify="right" if column in ("tokens", "cost", "elapsed") else "left")
+        for name, row in self._rows.items():
+            table.add_row(
+                name,
+                f"{row.turn}/{row.turns}",
+                row.phase,
+                str(row.tokens),
+                _cost(row.cost),
+                f"{row.elapsed:.1f}s",
+                row.status,
+            )
+        return table
+
+    def rollout_started(self, rollout: str, turns: int, done: int) -> None:
+        self._rows[rollout] = _Row(turns=turns, turn=done)
+
+    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:  # noqa: ANN001
+        row = self._rows[rollout]
+        row.turn, row.phase, row.tokens, row.cost, row.elapsed = turn + 1, phase, tokens, cost, elapsed
+
+    def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
+        row = self._rows.setdefault(rollout, _Row(turns=0))
+        row.status = status if not detail else f"{status}: {detail}"

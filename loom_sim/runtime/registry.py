@@ -1,0 +1,113 @@
+"""Actors by role, swappable.
+
+The rollout asks the registry for "persona", "interlocutor", "monitor" and "judge"; a test (or a
+user) registers another factory for a role — a scripted persona, an echo interlocutor, a judge
+with fixed scores — and the machine runs unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from loom_sim.config.models import LoomConfig
+from loom_sim.messages import Heard
+from loom_sim.models.base import ModelClient
+from loom_sim.runtime.actor import Actor
+from loom_sim.runtime.history import Generation
+from loom_sim.runtime.seeds import SeedSource
+
+
+@dataclass(frozen=True)
+class ActorContext:
+    """What an actor of one rollout may be built from."""
+
+    config: LoomConfig
+    rollout_index: int
+    seed: int
+    models: dict[str, str]
+    interlocutor_system: str
+    opening: str | None = None
+    scaffolding: str = ""
+    past: list[Heard] = field(default_factory=list)
+
+    @property
+    def seeds(self) -> SeedSource:
+        return SeedSource(self.seed, self.rollout_index)
+
+
+ModelLookup = Callable[[str], ModelClient]  # role -> its model client
+Factory = Callable[[ActorContext, ModelLookup], Actor]
+
+
+def _persona(context: ActorContext, model: ModelLookup) -> Actor:
+    from loom_sim.actors.persona import PersonaActor
+
+    conversation = context.config.conversation
+    return PersonaActor(
+        model("persona"),
+        Generation(
+            conversation.persona_max_tokens,
+            conversation.temperature,
+            conversation.history_budget_tokens,
+        ),
+        context.seeds,
+        opening=context.opening,
+        scaffolding=context.scaffolding,
+        past=context.past,
+    )
+
+
+def _interlocutor(context: ActorContext, model: ModelLookup) -> Actor:
+    from loom_sim.actors.interlocutor import InterlocutorActor
+
+    conversation = context.config.conversation
+    return InterlocutorActor(
+        model("interlocutor"),
+        context.interlocutor_system,
+        Generation(
+            conversation.interlocutor_max_tokens,
+            conversation.temperature,
+            conversation.history_budget_tokens,
+        ),
+        context.seeds,
+        opening=context.opening,
+        past=[(h.persona, h.interlocutor) for h in context.past],
+    )
+
+
+def _monitor(context: ActorContext, model: ModelLookup) -> Actor:
+    from loom_sim.actors.monitor import MonitorActor
+
+    return MonitorActor(context.config, past_persona=[h.persona for h in context.past])
+
+
+def _judge(context: ActorContext, model: ModelLookup) -> Actor:
+    from loom_sim.actors.judge import JudgeActor
+
+    return JudgeActor(model("judge"), context.seeds)
+
+
+DEFAULT_FACTORIES: dict[str, Factory] = {
+    "persona": _persona,
+    "interlocutor": _interlocutor,
+    "monitor": _monitor,
+    "judge": _judge,
+}
+
+
+class ActorRegistry:
+    def __init__(self, models: Callable[[str, int], ModelClient], factories: dict[str, Factory] | None = None):
+        """``models(spec, rollout_index)`` gives the client for a model spec (the ModelHub)."""
+        self._models = models
+        self._factories = dict(DEFAULT_FACTORIES)
+        self._factories.update(factories or {})
+
+    def register(self, role: str, factory: Factory) -> None:
+        self._factories[role] = factory
+
+    def create(self, role: str, context: ActorContext) -> Actor:
+        def lookup(model_role: str) -> ModelClient:
+            return self._models(context.models[model_role], context.rollout_index)
+
+        return self._factories[role](context, lookup)

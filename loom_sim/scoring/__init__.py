@@ -1,0 +1,1 @@
+"""Scoring: the judge's rubrics (versioned templates), later the scorers."""
