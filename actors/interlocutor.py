@@ -77,5 +77,7 @@ class InterlocutorActor(Actor):
         )
 
     def _remember(self, persona_text: str, reply: str) -> None:
-        self._history.append(ChatMessage("user", persona_text), self._model.count_tokens(persona_text))
+        self._history.append(
+            ChatMessage("user", persona_text), self._model.count_tokens(persona_text)
+        )
         self._history.append(ChatMessage("assistant", reply), self._model.count_tokens(reply))

@@ -21,7 +21,9 @@ from loom_sim.scoring.rubrics import fence, render
 class JudgeActor(Actor):
     role = "judge"
 
-    def __init__(self, model: ModelClient, seeds: SeedSource, *, max_attempts: int = 3, max_tokens: int = 400):
+    def __init__(
+        self, model: ModelClient, seeds: SeedSource, *, max_attempts: int = 3, max_tokens: int = 400
+    ):
         self._model = model
         self._seeds = seeds
         self._max_attempts = max_attempts

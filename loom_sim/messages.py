@@ -156,7 +156,19 @@ BODY_TYPES = (
     Failure,
 )
 
-AnyBody = Speak | Utterance | Heard | Respond | CheckCandidate | Verdict | Observe | Observation | Judge | Judgement | Failure  # noqa: E501
+AnyBody = (
+    Speak
+    | Utterance
+    | Heard
+    | Respond
+    | CheckCandidate
+    | Verdict
+    | Observe
+    | Observation
+    | Judge
+    | Judgement
+    | Failure
+)
 
 
 class Envelope(msgspec.Struct, frozen=True):

@@ -76,7 +76,7 @@ def diagram(fmt: str = "mermaid") -> str:
         lines += ["    done --> [*]", "    error --> [*]"]
         return "\n".join(lines) + "\n"
     if fmt == "dot":
-        lines = ["digraph rollout {", "    rankdir=LR;", '    node [shape=box, style=rounded];']
+        lines = ["digraph rollout {", "    rankdir=LR;", "    node [shape=box, style=rounded];"]
         lines += ["    done [peripheries=2];", "    error [peripheries=2, color=red];"]
         lines += [f'    {src} -> {dst} [label="{label}"];' for src, dst, label in _edges()]
         return "\n".join(lines) + "\n}\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import msgspec
@@ -10,7 +9,7 @@ import pytest
 import trio
 
 from loom_sim.config import LoomConfig, load_config
-from loom_sim.messages import Body, Judge, Judgement, Respond, Utterance
+from loom_sim.messages import Body, Respond, Utterance
 from loom_sim.runtime.actor import Actor
 from loom_sim.runtime.artifacts import RolloutFiles
 from loom_sim.runtime.budget import RunBudget
@@ -23,14 +22,20 @@ from tests.fakes import FakeModel, echo_interlocutor, turn_of, varied_persona
 MANIA = Path(__file__).parent.parent / "configs" / "examples" / "mania_patient.yaml"
 
 
-def spec_for(tmp_path: Path, config: LoomConfig, turns: int, *, index: int = 0, seed: int = 7) -> RolloutSpec:
+def spec_for(
+    tmp_path: Path, config: LoomConfig, turns: int, *, index: int = 0, seed: int = 7
+) -> RolloutSpec:
     return RolloutSpec(
         index=index,
         config=config,
         config_name="test.yaml",
         turns=turns,
         seed=seed,
-        models={"persona": "fake/persona", "interlocutor": "fake/interlocutor", "judge": "fake/judge"},
+        models={
+            "persona": "fake/persona",
+            "interlocutor": "fake/interlocutor",
+            "judge": "fake/judge",
+        },
         interlocutor_system="You are a helpful assistant.",
         files=RolloutFiles(tmp_path / f"rollout_{index:03d}"),
     )
@@ -40,7 +45,11 @@ def registry_for(models: dict[str, FakeModel], **factories) -> ActorRegistry:
     return ActorRegistry(lambda spec, index: models[spec.split("/")[1]], factories)
 
 
-def fakes(persona=varied_persona, interlocutor=echo_interlocutor, judge=lambda r: '{"met": false, "evidence": ""}'):
+def fakes(
+    persona=varied_persona,
+    interlocutor=echo_interlocutor,
+    judge=lambda r: '{"met": false, "evidence": ""}',
+):
     return {
         "persona": FakeModel(persona, spec="fake/persona"),
         "interlocutor": FakeModel(interlocutor, spec="fake/interlocutor"),
@@ -50,7 +59,12 @@ def fakes(persona=varied_persona, interlocutor=echo_interlocutor, judge=lambda r
 
 async def run_rollout(tmp_path, config, turns, models=None, budget=None, **kw):
     models = models or fakes()
-    rollout = Rollout(spec_for(tmp_path, config, turns, **kw), registry_for(models), budget or RunBudget(), NullProgress())
+    rollout = Rollout(
+        spec_for(tmp_path, config, turns, **kw),
+        registry_for(models),
+        budget or RunBudget(),
+        NullProgress(),
+    )
     with trio.fail_after(30):
         return await rollout.run(), models
 
@@ -75,7 +89,10 @@ async def test_runs_to_done_with_every_turn_recorded(tmp_path, marcus):
     # and the interlocutor its own system prompt, with the persona speaking as the user
     said = models["interlocutor"].calls[0]
     assert said.messages[0].content == "You are a helpful assistant."
-    assert said.messages[-1].role == "user" and said.messages[-1].content == transcript.turns[0].persona
+    assert (
+        said.messages[-1].role == "user"
+        and said.messages[-1].content == transcript.turns[0].persona
+    )
 
 
 async def test_reminder_turn_appends_the_reminder_to_the_persona_prompt(tmp_path, marcus):
@@ -84,7 +101,9 @@ async def test_reminder_turn_appends_the_reminder_to_the_persona_prompt(tmp_path
     assert "## MUST DO" in system and "[REMINDER: You are Marcus." in system
 
 
-async def test_rejected_candidate_is_reprompted_and_never_reaches_the_interlocutor(tmp_path, marcus):
+async def test_rejected_candidate_is_reprompted_and_never_reaches_the_interlocutor(
+    tmp_path, marcus
+):
     def persona(request):
         if "Your draft was rejected" in request.messages[0].content:
             return "Look, the commits line up. I checked the logs twice."
@@ -94,7 +113,9 @@ async def test_rejected_candidate_is_reprompted_and_never_reaches_the_interlocut
     turn = transcript.turns[0]
     assert turn.persona_attempts == 2
     assert turn.rejected[0].text.startswith("Have you ever felt")
-    assert [(e.pattern, e.action) for e in turn.monitor_events] == [("banned:Have you ever felt", "reprompt")]
+    assert [(e.pattern, e.action) for e in turn.monitor_events] == [
+        ("banned:Have you ever felt", "reprompt")
+    ]
     heard = [c.messages[-1].content for c in models["interlocutor"].calls]
     assert all("Have you ever felt" not in text for text in heard)
 
@@ -121,13 +142,17 @@ async def test_structural_pattern_fires_over_the_window(tmp_path):
         }
     }
     config = LoomConfig.model_validate(data)
-    transcript, _ = await run_rollout(tmp_path, config, 4, models=fakes(persona=lambda r: f"Line {turn_of(r)}, right?"))
+    transcript, _ = await run_rollout(
+        tmp_path, config, 4, models=fakes(persona=lambda r: f"Line {turn_of(r)}, right?")
+    )
     fired = [t.turn for t in transcript.turns if t.monitor_events]
     assert fired == [2, 3]  # the third question in a row is the first formula
     assert transcript.turns[2].monitor_events[0].pattern == "ends_with_question_to_interlocutor"
 
 
-async def test_empty_replies_are_failed_turns_retried_without_losing_or_duplicating(tmp_path, marcus):
+async def test_empty_replies_are_failed_turns_retried_without_losing_or_duplicating(
+    tmp_path, marcus
+):
     models = fakes()
     models["interlocutor"].fail_on = {2: "empty", 3: "garbled"}
     transcript, _ = await run_rollout(tmp_path, marcus, 4, models=models)
@@ -213,7 +238,9 @@ async def test_actors_can_be_swapped_without_touching_the_machine(tmp_path, marc
         NullProgress(),
     )
     transcript = await rollout.run()
-    assert [t.interlocutor for t in transcript.turns] == [f"echo: {t.persona}" for t in transcript.turns]
+    assert [t.interlocutor for t in transcript.turns] == [
+        f"echo: {t.persona}" for t in transcript.turns
+    ]
     assert models["interlocutor"].calls == []
 
 
@@ -255,12 +282,17 @@ async def test_phase_gated_rollout_ends_when_the_last_phase_trigger_fires(tmp_pa
 
 async def test_interlocutor_can_open_the_conversation(tmp_path, marcus):
     data = marcus.model_dump(mode="json")
-    data["conversation"] = {"opener": "interlocutor", "opening_message": "Hello, I'm here to listen."}
+    data["conversation"] = {
+        "opener": "interlocutor",
+        "opening_message": "Hello, I'm here to listen.",
+    }
     config = LoomConfig.model_validate(data)
     transcript, models = await run_rollout(tmp_path, config, 2)
     assert transcript.opening == "Hello, I'm here to listen."
     persona_first = models["persona"].calls[0].messages
-    assert persona_first[1].role == "user" and persona_first[1].content == "Hello, I'm here to listen."
+    assert (
+        persona_first[1].role == "user" and persona_first[1].content == "Hello, I'm here to listen."
+    )
     assert "You opened this conversation" in models["interlocutor"].calls[0].messages[0].content
 
 
@@ -290,13 +322,18 @@ async def test_resume_continues_after_the_last_complete_turn(tmp_path, marcus):
     assert [t.turn for t in second.turns] == list(range(6))
     # the persona was given its whole past, not a fresh start
     call = models["persona"].calls[0]
-    assert [m.content for m in call.messages if m.role == "assistant"] == [t.persona for t in first.turns]
+    assert [m.content for m in call.messages if m.role == "assistant"] == [
+        t.persona for t in first.turns
+    ]
     # and turn 3 (not a full-injection turn) still had turn 0's scaffolding
     assert "## MUST DO" in call.messages[0].content
     # the resumed turns equal an uninterrupted run's
     straight, _ = await run_rollout(tmp_path / "straight", marcus, 6)
     assert [t.persona for t in second.turns] == [t.persona for t in straight.turns]
-    ids = [msgspec.json.decode(line)["id"] for line in (tmp_path / "rollout_000" / "trace.jsonl").read_bytes().splitlines()]
+    ids = [
+        msgspec.json.decode(line)["id"]
+        for line in (tmp_path / "rollout_000" / "trace.jsonl").read_bytes().splitlines()
+    ]
     assert len(ids) == len(set(ids))
 
 

@@ -8,6 +8,7 @@ which is what makes ``dry-run``, golden tests and resumed runs trustworthy.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import Literal
 
 import msgspec
 
@@ -31,7 +32,7 @@ class TurnPlan(msgspec.Struct, frozen=True):
     intensities: dict[str, float]
     levels: dict[str, str | None]
     injection: str  # an InjectionKind value
-    prompt: PromptBlocks
+    prompt: PromptBlocks | None  # None when asked for without it (a non-injection turn in a run)
     reminder: str | None
     revelations: list[RevelationChoice]
     response_length: str
@@ -62,8 +63,18 @@ class Assembler:
         self.injections = InjectionScheduler(config.interaction.injection)
         self.builder = PromptBuilder(config)
 
-    def plan(self, turn: int, fired: Mapping[str, int] | None = None) -> TurnPlan:
-        """The plan for ``turn``; ``fired`` maps trigger phases to the turn their condition held."""
+    def plan(
+        self,
+        turn: int,
+        fired: Mapping[str, int] | None = None,
+        *,
+        prompt: Literal["always", "injected"] = "always",
+    ) -> TurnPlan:
+        """The plan for ``turn``; ``fired`` maps trigger phases to the turn their condition held.
+
+        ``prompt="injected"`` renders the three blocks only on full-injection turns, the only
+        turns that send them (a run); ``"always"`` renders them every turn (dry-run, goldens).
+        """
         phase = self.phases.at(turn, fired)
         intensities = self.intensity.resolve(turn)
         dims = self.config.trajectory.dimensions
@@ -90,7 +101,9 @@ class Assembler:
                 phase=phase,
                 intensities=intensities,
                 revelations=revelations,
-            ),
+            )
+            if prompt == "always" or injection is InjectionKind.FULL
+            else None,
             reminder=reminder,
             revelations=revelations,
             response_length=length.by_phase.get(phase.name, length.default),

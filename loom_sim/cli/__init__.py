@@ -51,11 +51,14 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from loom_sim.cli import dry_run, schema, validate
+    from loom_sim.cli import dry_run, inspect, run, schema, validate
 
     cli.add_command(validate.validate)
     cli.add_command(schema.schema)
     cli.add_command(dry_run.dry_run)
+    cli.add_command(run.run)
+    cli.add_command(inspect.diagram)
+    cli.add_command(inspect.trace)
 
 
 _register()

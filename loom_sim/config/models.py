@@ -646,6 +646,13 @@ class ModelsSpec(Section):
     context_tokens: dict[str, Annotated[int, Field(ge=256)]] = Field(
         default_factory=dict, description="Model spec -> context window, overriding the default."
     )
+    provider_concurrency: dict[
+        Literal["openai", "anthropic", "local", "scripted"], Annotated[int, Field(ge=1)]
+    ] = Field(
+        default_factory=dict,
+        description="Provider -> most calls in flight at once (default: enough for --concurrency "
+        "rollouts; local: 1).",
+    )
 
     @field_validator("persona", "interlocutor", "judge")
     @classmethod

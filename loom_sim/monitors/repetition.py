@@ -37,7 +37,9 @@ def expresses_gratitude(text: str) -> bool:
 class RepetitionGuard:
     def __init__(self, spec: RepetitionDetectionSpec):
         self.spec = spec
-        self._substrings = [(p.substring, p.substring.lower()) for p in spec.banned_patterns if p.substring]
+        self._substrings = [
+            (p.substring, p.substring.lower()) for p in spec.banned_patterns if p.substring
+        ]
         self._regexes = [(p.regex, re.compile(p.regex)) for p in spec.banned_patterns if p.regex]
 
     def check(self, candidate: str, previous: Sequence[str]) -> list[Finding]:
@@ -52,7 +54,9 @@ class RepetitionGuard:
         for original, regex in self._regexes:
             match = regex.search(candidate)
             if match:
-                findings.append(Finding(f"regex:{original}", f'matches /{original}/: "{match.group(0)}"'))
+                findings.append(
+                    Finding(f"regex:{original}", f'matches /{original}/: "{match.group(0)}"')
+                )
         window = self.spec.structural_window
         recent = list(previous[-(window - 1) :]) if window > 1 else []
         if len(recent) == window - 1:
@@ -60,12 +64,18 @@ class RepetitionGuard:
                 if pattern is StructuralPattern.ENDS_WITH_QUESTION:
                     if ends_with_question(candidate) and all(ends_with_question(m) for m in recent):
                         findings.append(
-                            Finding(pattern.value, f"the last {window} messages all end with a question")
+                            Finding(
+                                pattern.value, f"the last {window} messages all end with a question"
+                            )
                         )
                 elif pattern is StructuralPattern.GRATITUDE_LOOP:
-                    if expresses_gratitude(candidate) and all(expresses_gratitude(m) for m in recent):
+                    if expresses_gratitude(candidate) and all(
+                        expresses_gratitude(m) for m in recent
+                    ):
                         findings.append(
-                            Finding(pattern.value, f"the last {window} messages all thank or appreciate")
+                            Finding(
+                                pattern.value, f"the last {window} messages all thank or appreciate"
+                            )
                         )
         return findings
 

@@ -56,7 +56,9 @@ class Actor(ABC):
                     )
                 if reply is not None:
                     if result is None:
-                        result = Failure(self.role, "handled a request without replying", "ProtocolError")
+                        result = Failure(
+                            self.role, "handled a request without replying", "ProtocolError"
+                        )
                     reply.send_nowait(result)
 
 
@@ -77,7 +79,9 @@ class Post:
     def roles(self) -> list[str]:
         return list(self._inboxes)
 
-    def _envelope(self, sender: str, recipient: str, turn: int, body: Body, reply_to: int | None) -> Envelope:
+    def _envelope(
+        self, sender: str, recipient: str, turn: int, body: Body, reply_to: int | None
+    ) -> Envelope:
         self.next_id += 1
         envelope = Envelope(
             id=self.next_id - 1,
@@ -92,12 +96,17 @@ class Post:
         self.tracer.record(envelope)
         return envelope
 
-    async def request(self, recipient: str, body: Body, *, turn: int, sender: str = "rollout") -> Body:
+    async def request(
+        self, recipient: str, body: Body, *, turn: int, sender: str = "rollout"
+    ) -> Body:
         """Send ``body`` to the actor playing ``recipient`` and wait for its reply."""
         inbox = self._inboxes[recipient]
         reply_send, reply_receive = trio.open_memory_channel[Body](1)
         envelope = self._envelope(sender, recipient, turn, body, None)
-        await inbox.send((envelope, reply_send))
+        try:  # no needless trip through the scheduler: the reply's wait yields anyway
+            inbox.send_nowait((envelope, reply_send))
+        except trio.WouldBlock:
+            await inbox.send((envelope, reply_send))
         result = await reply_receive.receive()
         self._envelope(recipient, sender, turn, result, envelope.id)
         if isinstance(result, Failure):
@@ -106,7 +115,9 @@ class Post:
 
     async def tell(self, recipient: str, body: Body, *, turn: int, sender: str = "rollout") -> None:
         """Send ``body`` without waiting for an answer (the actor handles it in order)."""
-        await self._inboxes[recipient].send((self._envelope(sender, recipient, turn, body, None), None))
+        await self._inboxes[recipient].send(
+            (self._envelope(sender, recipient, turn, body, None), None)
+        )
 
     async def close(self) -> None:
         for inbox in self._inboxes.values():

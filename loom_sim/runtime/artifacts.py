@@ -1,10 +1,10 @@
 """The run directory and the files in it.
 
-    results/<config-stem>-<hash8>-<UTC time>/
-        run.json                 resolved config, seed, arguments, versions, models (no secrets)
-        rollout_000/turns.jsonl  one TurnRecord per completed turn, flushed as it completes
-        rollout_000/transcript.json   when the rollout ends
-        rollout_000/trace.jsonl  every envelope
+results/<config-stem>-<hash8>-<UTC time>/
+    run.json                 resolved config, seed, arguments, versions, models (no secrets)
+    rollout_000/turns.jsonl  one TurnRecord per completed turn, flushed as it completes
+    rollout_000/transcript.json   when the rollout ends
+    rollout_000/trace.jsonl  every envelope
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -71,15 +71,27 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
 
 
 class TurnLog:
-    """``turns.jsonl``: append-only, one line per completed turn, flushed at once."""
+    """``turns.jsonl``: append-only, one line per completed turn, flushed at once.
+
+    Flushed, not fsynced: a killed process loses nothing the OS has been given; only a power
+    cut could, and fsync per turn would cost more than the turn's own bookkeeping.
+    """
 
     def __init__(self, path: Path):
         self.path = path
+        self._file: BinaryIO | None = None
 
     def append(self, record: TurnRecord) -> None:
-        with self.path.open("ab") as fh:
-            fh.write(TURN_ENCODER.encode(record) + b"\n")
-            fh.flush()
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("ab")
+        self._file.write(TURN_ENCODER.encode(record) + b"\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def load(self) -> list[TurnRecord]:
         """Every complete record; a torn last line (the process died mid-write) is cut off."""
@@ -102,7 +114,9 @@ class TurnLog:
         # Turn numbers must run 0, 1, 2...: anything else is not ours to continue.
         for expected, record in enumerate(records):
             if record.turn != expected:
-                raise LoomError(f"{self.path}: turn {record.turn} found where {expected} was expected")
+                raise LoomError(
+                    f"{self.path}: turn {record.turn} found where {expected} was expected"
+                )
         return records
 
 
@@ -128,4 +142,5 @@ class RolloutFiles:
         return TRANSCRIPT_DECODER.decode(self.transcript_path.read_bytes())
 
     def write_transcript(self, transcript: Transcript) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
         write_json(self.transcript_path, transcript)

@@ -35,9 +35,15 @@ class RunBudget:
 
     def exceeded(self) -> tuple[str, str] | None:
         if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-            return ("cost_budget", f"spent ${self.cost_usd:.4f} of the ${self.max_cost_usd:g} budget")
+            return (
+                "cost_budget",
+                f"spent ${self.cost_usd:.4f} of the ${self.max_cost_usd:g} budget",
+            )
         if self.max_runtime_s is not None:
             elapsed = self._clock() - self._started
             if elapsed >= self.max_runtime_s:
-                return ("runtime_budget", f"ran {elapsed:.1f}s of the {self.max_runtime_s:g}s budget")
+                return (
+                    "runtime_budget",
+                    f"ran {elapsed:.1f}s of the {self.max_runtime_s:g}s budget",
+                )
         return None

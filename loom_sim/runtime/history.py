@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from loom_sim.models.base import ChatMessage
 
+
 @dataclass(frozen=True)
 class Generation:
     """How a role's model is asked to generate."""
@@ -36,7 +37,14 @@ class History:
         self.messages.append(message)
         self.tokens.append(tokens + MESSAGE_OVERHEAD)
 
-    def fit(self, system: ChatMessage, system_tokens: int, tail: list[ChatMessage], tail_tokens: int, budget: int) -> tuple[list[ChatMessage], int]:
+    def fit(
+        self,
+        system: ChatMessage,
+        system_tokens: int,
+        tail: list[ChatMessage],
+        tail_tokens: int,
+        budget: int,
+    ) -> tuple[list[ChatMessage], int]:
         """System + as many recent messages as fit + tail; returns (messages, exchanges cut).
 
         Messages are dropped in (user, assistant) pairs from the front, so the result still

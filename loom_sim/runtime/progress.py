@@ -26,7 +26,7 @@ class NullProgress:
     def rollout_started(self, rollout: str, turns: int, done: int) -> None:
         pass
 
-    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:  # noqa: ANN001
+    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:
         pass
 
     def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
@@ -52,7 +52,7 @@ class PlainProgress:
         resumed = f", resuming after turn {done - 1}" if done else ""
         self._say(f"{rollout}: started ({turns} turns{resumed})")
 
-    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:  # noqa: ANN001
+    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:
         total = self._turns.get(rollout, "?")
         self._say(
             f"{rollout}: turn {turn + 1}/{total} · {phase} · {tokens} tokens · "
@@ -92,12 +92,14 @@ class RichProgress:
     def __exit__(self, *exc: object) -> None:
         self._live.stop()
 
-    def __rich__(self):  # noqa: ANN204 - rich's protocol
+    def __rich__(self):
         from rich.table import Table
 
         table = Table(title="loom-sim run", expand=False)
         for column in ("rollout", "turn", "phase", "tokens", "cost", "elapsed", "status"):
-            table.add_column(column, justify="right" if column in ("tokens", "cost", "elapsed") else "left")
+            table.add_column(
+                column, justify="right" if column in ("tokens", "cost", "elapsed") else "left"
+            )
         for name, row in self._rows.items():
             table.add_row(
                 name,
@@ -113,9 +115,15 @@ class RichProgress:
     def rollout_started(self, rollout: str, turns: int, done: int) -> None:
         self._rows[rollout] = _Row(turns=turns, turn=done)
 
-    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:  # noqa: ANN001
+    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:
         row = self._rows[rollout]
-        row.turn, row.phase, row.tokens, row.cost, row.elapsed = turn + 1, phase, tokens, cost, elapsed
+        row.turn, row.phase, row.tokens, row.cost, row.elapsed = (
+            turn + 1,
+            phase,
+            tokens,
+            cost,
+            elapsed,
+        )
 
     def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
         row = self._rows.setdefault(rollout, _Row(turns=0))

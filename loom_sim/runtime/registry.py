@@ -97,7 +97,9 @@ DEFAULT_FACTORIES: dict[str, Factory] = {
 
 
 class ActorRegistry:
-    def __init__(self, models: Callable[[str, int], ModelClient], factories: dict[str, Factory] | None = None):
+    def __init__(
+        self, models: Callable[[str, int], ModelClient], factories: dict[str, Factory] | None = None
+    ):
         """``models(spec, rollout_index)`` gives the client for a model spec (the ModelHub)."""
         self._models = models
         self._factories = dict(DEFAULT_FACTORIES)

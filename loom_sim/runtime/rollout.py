@@ -19,7 +19,7 @@ import trio
 
 from loom_sim.assembler import Assembler, InjectionKind, TurnPlan
 from loom_sim.assembler.templates import TEMPLATE_VERSION
-from loom_sim.config.models import LoomConfig, OpenerRole, TriggerEnd, TrajectoryMode
+from loom_sim.config.models import LoomConfig, OpenerRole, TrajectoryMode, TriggerEnd
 from loom_sim.machines.rollout import attach
 from loom_sim.messages import (
     CheckCandidate,
@@ -127,28 +127,31 @@ class Rollout:
         """Run to ``done`` or ``error``; never raises an ordinary exception."""
         self._started = self._clock()
         spec = self.spec
-        spec.files.dir.mkdir(parents=True, exist_ok=True)
-        self._records = self._log.load()
-        self._restore()
-        tracer = TraceRecorder(spec.files.trace)
-        first_id = self._records[-1].next_envelope_id if self._records else 1
-        post = Post(spec.id, tracer, first_id=first_id)
-        self._progress.rollout_started(spec.id, spec.turns, len(self._records))
         error: str | None = None
+        tracer: TraceRecorder | None = None
         try:
+            # No file is opened or created before the first turn: with hundreds of rollouts
+            # starting together, that work would delay every first model call.
+            self._records = self._log.load()
+            self._restore()
+            tracer = TraceRecorder(spec.files.trace)
+            first_id = self._records[-1].next_envelope_id if self._records else 1
+            post = Post(spec.id, tracer, first_id=first_id)
+            self._progress.rollout_started(spec.id, spec.turns, len(self._records))
             async with trio.open_nursery() as nursery:
                 self._spawn(nursery, post)
                 try:
                     await self._drive(post)
                 finally:
-                    tracer.flush()
-                    nursery.cancel_scope.cancel()
-        except Exception as exc:  # an actor or a model call failed for good
+                    nursery.cancel_scope.cancel()  # the actors' work ends with the rollout's
+        except Exception as exc:  # an actor, a model call or the disk failed for good
             error = _describe(exc)
             if self.state != "error":
                 self.fail()  # type: ignore[attr-defined]
         finally:
-            tracer.flush()
+            if tracer is not None:
+                tracer.close()
+            self._log.close()
         transcript = self._transcript(error)
         spec.files.write_transcript(transcript)
         self._progress.rollout_ended(spec.id, transcript.status, transcript.stop_detail or error)
@@ -177,7 +180,7 @@ class Rollout:
 
     async def _plan(self, post: Post) -> None:
         turn = len(self._records)
-        plan = self._assembler.plan(turn, self._fired)
+        plan = self._assembler.plan(turn, self._fired, prompt="injected")
         self._current = TurnInProgress(
             plan=plan, started_at=self._clock(), emergency=self._pending_emergency
         )
@@ -195,7 +198,7 @@ class Rollout:
                     turn=plan.turn,
                     attempt=current.attempt,
                     injection=plan.injection,
-                    scaffolding=plan.prompt.render() if full else None,
+                    scaffolding=plan.prompt.render() if full and plan.prompt else None,
                     reminder=plan.reminder,
                     emergency=current.emergency,
                     vary=current.vary,
@@ -209,7 +212,9 @@ class Rollout:
             self.turn_failed()  # type: ignore[attr-defined]
             return
         assert isinstance(candidate, Utterance)
-        current.timings["persona_s"] = current.timings.get("persona_s", 0.0) + time.monotonic() - started
+        current.timings["persona_s"] = (
+            current.timings.get("persona_s", 0.0) + time.monotonic() - started
+        )
         current.charge("persona", candidate.usage)
         self._budget.charge(candidate.usage)
         verdict = await post.request(
@@ -263,7 +268,11 @@ class Rollout:
         assert current.candidate is not None and current.reply is not None
         observation = await post.request(
             "monitor",
-            Observe(turn=current.plan.turn, persona=current.candidate.text, interlocutor=current.reply.text),
+            Observe(
+                turn=current.plan.turn,
+                persona=current.candidate.text,
+                interlocutor=current.reply.text,
+            ),
             turn=current.plan.turn,
         )
         assert isinstance(observation, Observation)
@@ -322,7 +331,9 @@ class Rollout:
             (r.turn for r in self._records if r.injection == InjectionKind.FULL), default=None
         )
         scaffolding = (
-            self._assembler.plan(last_full, self._fired).prompt.render() if last_full is not None else ""
+            self._assembler.plan(last_full, self._fired).prompt.render()
+            if last_full is not None
+            else ""
         )
         context = ActorContext(
             config=self._config,
@@ -355,7 +366,10 @@ class Rollout:
         if not isinstance(end, TriggerEnd) or window_phase.name in self._fired:
             return
         assert current.candidate is not None and current.reply is not None
-        window = [WindowTurn(r.turn, r.persona, r.interlocutor) for r in self._records[-(TRIGGER_WINDOW - 1) :]]
+        window = [
+            WindowTurn(r.turn, r.persona, r.interlocutor)
+            for r in self._records[-(TRIGGER_WINDOW - 1) :]
+        ]
         window.append(WindowTurn(current.plan.turn, current.candidate.text, current.reply.text))
         judgement = await post.request(
             "judge",
@@ -421,7 +435,11 @@ class Rollout:
         if trajectory.mode is not TrajectoryMode.FIXED_LENGTH and last.end_condition is not None:
             windows = self._assembler.phases.windows(self._fired)
             final = windows[-1]
-            if final.index == len(trajectory.phases) - 1 and final.end is not None and done >= final.end:
+            if (
+                final.index == len(trajectory.phases) - 1
+                and final.end is not None
+                and done >= final.end
+            ):
                 return ("phase_gated_end", f"the last phase {last.name!r} ended at turn {done - 1}")
         return self._budget.exceeded()
 

@@ -24,7 +24,7 @@ from loom_sim.assembler.templates import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.models import CURRENT_SCHEMA_VERSION
 from loom_sim.errors import LoomError
-from loom_sim.models.hub import ModelHub
+from loom_sim.models.hub import DEFAULT_PROVIDER_CONCURRENCY, ModelHub
 from loom_sim.runtime.artifacts import (
     RolloutFiles,
     config_hash,
@@ -92,14 +92,17 @@ class RunPlan:
         )
 
 
-def plan_run(config_path: str | Path, options: RunOptions, argv: list[str] | None = None) -> RunPlan:
+def plan_run(
+    config_path: str | Path, options: RunOptions, argv: list[str] | None = None
+) -> RunPlan:
     config_path = Path(config_path)
     config = load_config(config_path)
     trajectory = config.trajectory
     turns = options.turns or trajectory.expected_turns
     if turns is None:
         raise LoomError(
-            f"{config_path}: this trajectory has no expected_turns; say how many turns to run (--turns N)"
+            f"{config_path}: this trajectory has no expected_turns; "
+            "say how many turns to run (--turns N)"
         )
     if options.rollouts < 1:
         raise LoomError("--rollouts must be at least 1")
@@ -151,7 +154,9 @@ def plan_run(config_path: str | Path, options: RunOptions, argv: list[str] | Non
     return plan
 
 
-def plan_resume(run_dir: Path, *, concurrency: int | None = None, base_url: str | None = None) -> RunPlan:
+def plan_resume(
+    run_dir: Path, *, concurrency: int | None = None, base_url: str | None = None
+) -> RunPlan:
     record = read_run_file(run_dir)
     try:
         config = LoomConfig.model_validate(record["config"])
@@ -172,7 +177,9 @@ def plan_resume(run_dir: Path, *, concurrency: int | None = None, base_url: str 
             record=record,
         )
     except (KeyError, TypeError, ValueError) as err:
-        raise LoomError(f"{run_dir / 'run.json'}: not a run file this loom-sim can resume ({err})") from None
+        raise LoomError(
+            f"{run_dir / 'run.json'}: not a run file this loom-sim can resume ({err})"
+        ) from None
     return plan
 
 
@@ -185,10 +192,20 @@ def make_hub(plan: RunPlan) -> ModelHub:
     from loom_sim.models.pricing import Price
 
     models = plan.config.models
+    # The user asked for `concurrency` rollouts at once; each has one call in flight at a time,
+    # so a provider limit below that would quietly serialise what they asked to run in parallel.
+    limits = {
+        provider: max(DEFAULT_PROVIDER_CONCURRENCY[provider], plan.concurrency)
+        for provider in ("openai", "anthropic", "scripted")
+    }
+    limits.update(models.provider_concurrency)
     hub = ModelHub(
         base_url=plan.base_url,
-        prices={spec: Price(p.input_per_mtok, p.output_per_mtok) for spec, p in models.pricing.items()},
+        prices={
+            spec: Price(p.input_per_mtok, p.output_per_mtok) for spec, p in models.pricing.items()
+        },
         context_tokens=dict(models.context_tokens),
+        provider_concurrency=limits,
     )
     for spec in dict.fromkeys(plan.models.values()):
         hub.check(spec)  # a missing key or a bad spec is reported before any call
@@ -242,7 +259,15 @@ def redact_url(url: str | None) -> str | None:
 
 def versions() -> dict[str, str]:
     found = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for package in ("pydantic", "msgspec", "trio", "httpx", "transitions", "jinja2", "llama-cpp-python"):
+    for package in (
+        "pydantic",
+        "msgspec",
+        "trio",
+        "httpx",
+        "transitions",
+        "jinja2",
+        "llama-cpp-python",
+    ):
         try:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

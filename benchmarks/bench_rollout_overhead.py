@@ -1,0 +1,64 @@
+"""Framework overhead per turn: a rollout with zero-latency scripted models.
+
+    .venv/bin/python benchmarks/bench_rollout_overhead.py [--turns 100] [--repeats 5]
+
+With models that answer instantly, everything a turn costs is loom-sim itself: assembling the
+plan, the actors' messages, the machine, the repetition guard, tracing and the turn record.
+Target: at most 2 ms per turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, measure, median, peak_rss_mib
+
+from loom_sim.runtime.progress import NullProgress
+from loom_sim.runtime.run import RunOptions, execute, make_hub, plan_run, write_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"
+
+
+def one_run(turns: int) -> None:
+    with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
+        plan = plan_run(
+            CONFIG,
+            RunOptions(
+                turns=turns,
+                seed=1,
+                persona_model="scripted/varied",
+                target="scripted/varied",
+                judge_model="scripted/echo",
+                output=Path(tmp) / "run",
+            ),
+        )
+        hub = make_hub(plan)
+        write_plan(plan)
+        [transcript] = trio.run(execute, plan, hub, NullProgress())
+        assert transcript.status == "done" and len(transcript.turns) == turns, transcript.error
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    one_run(5)  # warm imports and template caches
+    result = median([measure(lambda: one_run(args.turns)) for _ in range(args.repeats)])
+    print(f"rollout of {args.turns} turns, scripted models, median of {args.repeats}:")
+    print(
+        f"  {result.wall_s * 1e3 / args.turns:.2f} ms per turn wall, "
+        f"{result.cpu_s * 1e3 / args.turns:.2f} ms per turn CPU (target <= 2 ms)"
+    )
+    print(f"  peak RSS {peak_rss_mib():.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""``loom-sim diagram`` and ``loom-sim trace``: look inside the machine and a rollout."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import click
+import msgspec
+
+from loom_sim.errors import LoomError
+from loom_sim.machines import rollout as rollout_machine
+from loom_sim.runtime.artifacts import TRACE_FILE
+from loom_sim.runtime.trace import read_trace, summarize
+
+MACHINES = {"rollout": rollout_machine}
+
+
+@click.command()
+@click.option(
+    "--machine", type=click.Choice(sorted(MACHINES)), default="rollout", show_default=True
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["mermaid", "dot", "svg"]),
+    default="mermaid",
+    show_default=True,
+)
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file."
+)
+def diagram(machine: str, fmt: str, output: Path | None) -> None:
+    """Export a state machine: mermaid text, Graphviz dot source, or svg (needs Graphviz)."""
+    module = MACHINES[machine]
+    if fmt == "svg":
+        dot = shutil.which("dot")
+        if dot is None:
+            raise LoomError(
+                "--format svg needs Graphviz's dot program (e.g. apt-get install graphviz); "
+                "--format mermaid or dot need nothing"
+            )
+        result = subprocess.run(
+            [dot, "-Tsvg"], input=module.diagram("dot"), capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            raise LoomError(f"dot failed: {result.stderr.strip()}")
+        text = result.stdout
+    else:
+        text = module.diagram(fmt)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def _trace_file(path: Path) -> Path:
+    if path.is_file():
+        return path
+    if (path / TRACE_FILE).is_file():
+        return path / TRACE_FILE
+    rollouts = sorted(p.name for p in path.glob("rollout_*") if (p / TRACE_FILE).is_file())
+    if len(rollouts) == 1:
+        return path / rollouts[0] / TRACE_FILE
+    if rollouts:
+        raise LoomError(
+            f"{path} holds several rollouts; name one: {', '.join(str(path / r) for r in rollouts)}"
+        )
+    raise LoomError(
+        f"{path}: no {TRACE_FILE} here (give a rollout directory, e.g. RUN_DIR/rollout_000)"
+    )
+
+
+@click.command()
+@click.argument("path", metavar="ROLLOUT_DIR", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--actor",
+    help="Only messages from or to this actor (persona, interlocutor, monitor, judge, rollout).",
+)
+@click.option("--type", "type_", help="Only this message type (Speak, Utterance, Verdict, ...).")
+@click.option("--turn", type=int, help="Only this turn.")
+@click.option("--json", "as_json", is_flag=True, help="Print the matching envelopes as JSON lines.")
+def trace(
+    path: Path, actor: str | None, type_: str | None, turn: int | None, as_json: bool
+) -> None:
+    """Show who said what to whom in a rollout, message by message."""
+    envelopes = read_trace(_trace_file(path))
+    selected = [
+        e
+        for e in envelopes
+        if (actor is None or actor in (e.sender, e.recipient))
+        and (type_ is None or type(e.body).__name__.lower() == type_.lower())
+        and (turn is None or e.turn == turn)
+    ]
+    if as_json:
+        encoder = msgspec.json.Encoder()
+        for envelope in selected:
+            click.echo(encoder.encode(envelope).decode())
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(selected)} of {len(envelopes)} messages", show_lines=False)
+    for column in ("id", "turn", "from", "to", "type", "re", "content"):
+        table.add_column(column, overflow="fold")
+    for e in selected:
+        table.add_row(
+            str(e.id),
+            str(e.turn),
+            e.sender,
+            e.recipient,
+            type(e.body).__name__,
+            str(e.reply_to or ""),
+            summarize(e),
+        )
+    Console(width=max(120, shutil.get_terminal_size().columns)).print(table)

