@@ -2,8 +2,11 @@
 
 Protocol: ``Speak`` -> ``Utterance`` (a candidate; the rollout decides whether it is sent);
 ``Heard`` (tell) -> the committed exchange joins the persona's history. The persona's system
-prompt is the scaffolding of the last full injection, plus this turn's reminder, emergency
-intervention or re-prompt, so chat APIs see one system message and strictly alternating turns.
+prompt is the scaffolding of the last full injection; this turn's reminder, emergency
+intervention or re-prompt is appended to the newest message instead. That keeps the prompt's
+prefix (system + history) identical from call to call, which is what prompt caches reuse —
+llama.cpp's KV cache locally, the providers' prompt caching remotely — and chat APIs still see
+one system message and strictly alternating turns.
 """
 
 from __future__ import annotations
@@ -51,14 +54,20 @@ class PersonaActor(Actor):
     async def _speak(self, request: Speak) -> Utterance:
         if request.scaffolding is not None:
             self._scaffolding = request.scaffolding
-        notes = [n for n in (request.reminder, request.emergency, request.vary) if n]
-        system_text = "\n\n".join([self._scaffolding, *notes]) if notes else self._scaffolding
-        system = ChatMessage("system", system_text)
+        system = ChatMessage("system", self._scaffolding)
+        notes = "\n\n".join(n for n in (request.reminder, request.emergency, request.vary) if n)
         generation = self._generation
         budget = generation.budget_tokens or (self._model.context_tokens - generation.max_tokens)
         messages, cut = self._history.fit(
-            system, self._model.count_tokens(system_text), [], 0, budget
+            system,
+            self._model.count_tokens(self._scaffolding) + self._model.count_tokens(notes),
+            [],
+            0,
+            budget,
         )
+        if notes:  # the history always ends with what the persona is answering
+            last = messages[-1]
+            messages[-1] = ChatMessage(last.role, f"{last.content}\n\n{notes}")
         response = await self._model.complete(
             ModelRequest(
                 messages=messages,

@@ -42,7 +42,7 @@ def spec_for(
 
 
 def registry_for(models: dict[str, FakeModel], **factories) -> ActorRegistry:
-    return ActorRegistry(lambda spec, index: models[spec.split("/")[1]], factories)
+    return ActorRegistry(lambda spec, index, role: models[spec.split("/")[1]], factories)
 
 
 def fakes(
@@ -95,17 +95,23 @@ async def test_runs_to_done_with_every_turn_recorded(tmp_path, marcus):
     )
 
 
-async def test_reminder_turn_appends_the_reminder_to_the_persona_prompt(tmp_path, marcus):
-    _, models = await run_rollout(tmp_path, marcus, 3)
-    system = models["persona"].calls[2].messages[0].content
-    assert "## MUST DO" in system and "[REMINDER: You are Marcus." in system
+async def test_reminder_follows_the_history_and_the_prompt_prefix_stays_stable(tmp_path, marcus):
+    _, models = await run_rollout(tmp_path, marcus, 4)
+    calls = models["persona"].calls
+    reminder_call, plain_call = calls[2].messages, calls[3].messages
+    assert "[REMINDER: You are Marcus." in reminder_call[-1].content
+    assert reminder_call[0].content == calls[0].messages[0].content  # same scaffolding
+    # the next call's prefix is the previous call's, with the note gone from the message
+    assert plain_call[: len(reminder_call) - 1] == reminder_call[:-1]
+    assert plain_call[len(reminder_call) - 1].content in reminder_call[-1].content
+    assert all("REMINDER" not in m.content for m in plain_call)
 
 
 async def test_rejected_candidate_is_reprompted_and_never_reaches_the_interlocutor(
     tmp_path, marcus
 ):
     def persona(request):
-        if "Your draft was rejected" in request.messages[0].content:
+        if "Your draft was rejected" in request.messages[-1].content:
             return "Look, the commits line up. I checked the logs twice."
         return "Have you ever felt like the code is watching you?"
 

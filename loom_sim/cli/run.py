@@ -14,6 +14,7 @@ from loom_sim.runtime.run import RunOptions, execute, make_hub, plan_resume, pla
 
 # Options that define a run; --resume takes them from run.json instead.
 _DEFINING = (
+    "timeout",
     "turns",
     "rollouts",
     "seed",
@@ -87,6 +88,12 @@ _DEFINING = (
     help="Stop rollouts after this long.",
 )
 @click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    metavar="SECONDS",
+    help="Longest wait for one model call before it is retried (default 120).",
+)
+@click.option(
     "--resume",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     metavar="RUN_DIR",
@@ -127,6 +134,7 @@ def run(
             concurrency=concurrency,
             max_cost_usd=defining["max_cost"],
             max_runtime_s=defining["max_runtime"],
+            timeout_s=defining["timeout"] or 120.0,
         )
         plan = plan_run(config_path, options, argv=sys.argv[1:])
     hub = make_hub(plan)

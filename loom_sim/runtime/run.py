@@ -61,6 +61,7 @@ class RunOptions:
     concurrency: int = 4
     max_cost_usd: float | None = None
     max_runtime_s: float | None = None
+    timeout_s: float = 120.0
 
 
 @dataclass
@@ -77,6 +78,7 @@ class RunPlan:
     base_url: str | None = None
     max_cost_usd: float | None = None
     max_runtime_s: float | None = None
+    timeout_s: float = 120.0
     record: dict[str, Any] = field(default_factory=dict)  # run.json as written
 
     def rollout_spec(self, index: int) -> RolloutSpec:
@@ -129,6 +131,7 @@ def plan_run(
         base_url=options.base_url,
         max_cost_usd=options.max_cost_usd,
         max_runtime_s=options.max_runtime_s,
+        timeout_s=options.timeout_s,
     )
     plan.record = {
         "loom_sim_version": __version__,
@@ -147,6 +150,7 @@ def plan_run(
         "interlocutor_system_prompt": plan.interlocutor_system,
         "base_url": redact_url(options.base_url),
         "budgets": {"max_cost_usd": options.max_cost_usd, "max_runtime_s": options.max_runtime_s},
+        "timeout_s": options.timeout_s,
         "argv": [redact_url(a) if "://" in a else a for a in (argv or [])],
         "versions": versions(),
         "config": config_data,
@@ -174,6 +178,7 @@ def plan_resume(
             base_url=base_url or record.get("base_url"),
             max_cost_usd=record.get("budgets", {}).get("max_cost_usd"),
             max_runtime_s=record.get("budgets", {}).get("max_runtime_s"),
+            timeout_s=float(record.get("timeout_s", 120.0)),
             record=record,
         )
     except (KeyError, TypeError, ValueError) as err:
@@ -206,6 +211,7 @@ def make_hub(plan: RunPlan) -> ModelHub:
         },
         context_tokens=dict(models.context_tokens),
         provider_concurrency=limits,
+        timeout_s=plan.timeout_s,
     )
     for spec in dict.fromkeys(plan.models.values()):
         hub.check(spec)  # a missing key or a bad spec is reported before any call
@@ -219,7 +225,9 @@ async def execute(
     registry: ActorRegistry | None = None,
 ) -> list[Transcript]:
     """Run every rollout of the plan (skipping finished ones); return their transcripts."""
-    registry = registry or ActorRegistry(lambda spec, index: hub.client(spec, rollout_index=index))
+    registry = registry or ActorRegistry(
+        lambda spec, index, role: hub.client(spec, rollout_index=index, role=role)
+    )
     budget = RunBudget(plan.max_cost_usd, plan.max_runtime_s)
     limiter = trio.CapacityLimiter(plan.concurrency)
     results: dict[int, Transcript] = {}

@@ -1,0 +1,84 @@
+"""Real rollouts on real models, offline: the embedded SmolLM2 in-process, and the same model
+behind llama.cpp's OpenAI-compatible server reached through `openai/...` + `--base-url`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loom_sim.cli import cli
+from tests.servers import llama_cpp_server
+
+ROOT = Path(__file__).parent.parent
+MANIA = ROOT / "configs" / "examples" / "mania_patient.yaml"
+
+# Marcus, with short replies: the 135M model makes ~100 tokens/s here.
+SHORT = """
+conversation:
+  persona_max_tokens: 24
+  interlocutor_max_tokens: 24
+"""
+
+
+@pytest.fixture
+def short_marcus(tmp_path) -> Path:
+    path = tmp_path / "marcus.yaml"
+    path.write_text(MANIA.read_text() + SHORT)
+    return path
+
+
+def check_two_turns(run_dir: Path, models: dict) -> None:
+    transcript = json.loads((run_dir / "rollout_000" / "transcript.json").read_text())
+    assert transcript["status"] == "done", transcript["error"]
+    assert [t["turn"] for t in transcript["turns"]] == [0, 1]
+    for turn in transcript["turns"]:
+        assert turn["persona"].strip() and turn["interlocutor"].strip()
+        assert turn["usage"]["persona"]["output_tokens"] > 0
+    assert transcript["models"] == models
+
+
+@pytest.mark.slow
+def test_two_turns_on_the_embedded_model(short_marcus, tmp_path):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        cli, ["run", str(short_marcus), "--turns", "2", "-o", str(out), "--seed", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    local = "local/smollm2"
+    check_two_turns(out, {"persona": local, "interlocutor": local, "judge": local})
+
+
+@pytest.mark.slow
+def test_two_turns_through_llama_cpp_server(short_marcus, tmp_path):
+    out = tmp_path / "run"
+    with llama_cpp_server() as base_url:
+        result = CliRunner().invoke(
+            cli,
+            [
+                "run",
+                str(short_marcus),
+                "--turns",
+                "2",
+                "-o",
+                str(out),
+                "--seed",
+                "1",
+                "--persona-model",
+                "openai/smollm2",
+                "--target",
+                "openai/smollm2",
+                "--judge-model",
+                "openai/smollm2",
+                "--base-url",
+                base_url,
+                "--timeout",
+                "60",
+            ],
+            env={"OPENAI_API_KEY": None},
+        )
+    assert result.exit_code == 0, result.output
+    remote = "openai/smollm2"
+    check_two_turns(out, {"persona": remote, "interlocutor": remote, "judge": remote})
