@@ -6,11 +6,8 @@ second or two. They are marked slow but still run in CI.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 import trio
@@ -24,6 +21,7 @@ from loom_sim.models import (
     OpenAIClient,
 )
 from loom_sim.models.local import embedded_model_path, resolve_local_path
+from tests.servers import llama_cpp_server
 
 REQUEST = ModelRequest(
     messages=[
@@ -121,47 +119,9 @@ async def test_json_schema_uses_the_grammar_and_the_tolerant_parser():
 # ─── llama.cpp's own server, through OpenAIClient ───────────────────────────
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 async def test_llama_cpp_server_through_the_openai_client():
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(embedded_model_path()),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "1024",
-            "--verbose",
-            "False",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, "llama_cpp.server exited early"
-            try:
-                with urllib.request.urlopen(base_url + "/models", timeout=1) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "llama_cpp.server did not start within 60 s"
-            await trio.sleep(0.2)
+    with llama_cpp_server(n_ctx=1024) as base_url:
         model = OpenAIClient("openai/smollm2", base_url=base_url, env={}, timeout_s=30)
         try:
             for _ in range(2):
@@ -171,10 +131,3 @@ async def test_llama_cpp_server_through_the_openai_client():
                 assert reply.usage.cost_usd is None  # an unpriced model name
         finally:
             await model.aclose()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -190,33 +190,21 @@ class Rollout:
         current = self._turn
         plan = current.plan
         full = plan.injection == InjectionKind.FULL
-        started = time.monotonic()
-        try:
-            candidate = await post.request(
-                "persona",
-                Speak(
-                    turn=plan.turn,
-                    attempt=current.attempt,
-                    injection=plan.injection,
-                    scaffolding=plan.prompt.render() if full and plan.prompt else None,
-                    reminder=plan.reminder,
-                    emergency=current.emergency,
-                    vary=current.vary,
-                ),
+        candidate = await self._utterance(
+            post,
+            "persona",
+            Speak(
                 turn=plan.turn,
-            )
-        except ActorFailure as failure:
-            if failure.failure.kind != "BadModelReply":
-                raise
-            current.failed = failure.failure.error
-            self.turn_failed()  # type: ignore[attr-defined]
-            return
-        assert isinstance(candidate, Utterance)
-        current.timings["persona_s"] = (
-            current.timings.get("persona_s", 0.0) + time.monotonic() - started
+                attempt=current.attempt,
+                injection=plan.injection,
+                scaffolding=plan.prompt.render() if full and plan.prompt else None,
+                reminder=plan.reminder,
+                emergency=current.emergency,
+                vary=current.vary,
+            ),
         )
-        current.charge("persona", candidate.usage)
-        self._budget.charge(candidate.usage)
+        if candidate is None:
+            return
         verdict = await post.request(
             "monitor",
             CheckCandidate(turn=plan.turn, attempt=current.attempt, text=candidate.text),
@@ -238,28 +226,17 @@ class Rollout:
     async def _observe(self, post: Post) -> None:
         current = self._turn
         assert current.candidate is not None
-        started = time.monotonic()
-        try:
-            reply = await post.request(
-                "interlocutor",
-                Respond(turn=current.plan.turn, text=current.candidate.text),
-                turn=current.plan.turn,
-            )
-        except ActorFailure as failure:
-            if failure.failure.kind != "BadModelReply":
-                raise
-            current.failed = failure.failure.error
-            self.turn_failed()  # type: ignore[attr-defined]
+        turn = current.plan.turn
+        reply = await self._utterance(
+            post, "interlocutor", Respond(turn=turn, text=current.candidate.text)
+        )
+        if reply is None:
             return
-        assert isinstance(reply, Utterance)
-        current.timings["interlocutor_s"] = time.monotonic() - started
-        current.charge("interlocutor", reply.usage)
-        self._budget.charge(reply.usage)
         current.reply = reply
         await post.tell(
             "persona",
-            Heard(turn=current.plan.turn, persona=current.candidate.text, interlocutor=reply.text),
-            turn=current.plan.turn,
+            Heard(turn=turn, persona=current.candidate.text, interlocutor=reply.text),
+            turn=turn,
         )
         self.exchanged()  # type: ignore[attr-defined]
 
@@ -320,6 +297,29 @@ class Rollout:
     def _turn(self) -> TurnInProgress:
         assert self._current is not None
         return self._current
+
+    async def _utterance(self, post: Post, role: str, body: Speak | Respond) -> Utterance | None:
+        """A model-backed actor's answer, timed and charged; None when the reply was unusable
+        (empty, malformed), which fails this attempt at the turn instead of the rollout."""
+        current = self._turn
+        started = time.monotonic()
+        try:
+            reply = await post.request(role, body, turn=current.plan.turn)
+        except ActorFailure as failure:
+            if failure.failure.kind != "BadModelReply":
+                raise
+            current.failed = failure.failure.error
+            self.turn_failed()  # type: ignore[attr-defined]
+            return None
+        assert isinstance(reply, Utterance)
+        key = f"{role}_s"
+        current.timings[key] = current.timings.get(key, 0.0) + time.monotonic() - started
+        self._charge(role, reply.usage)
+        return reply
+
+    def _charge(self, role: str, usage: Usage) -> None:
+        self._turn.charge(role, usage)
+        self._budget.charge(usage)
 
     def _spawn(self, nursery: trio.Nursery, post: Post) -> None:
         spec = self.spec
@@ -383,8 +383,7 @@ class Rollout:
             turn=current.plan.turn,
         )
         assert isinstance(judgement, Judgement)
-        current.charge("judge", judgement.usage)
-        self._budget.charge(judgement.usage)
+        self._charge("judge", judgement.usage)
         if judgement.ok and judgement.parsed.get("met") is True:
             self._fired[window_phase.name] = current.plan.turn
 
