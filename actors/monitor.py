@@ -1,35 +1,71 @@
 """The monitor: watches the persona while the conversation runs.
 
 Protocol: ``CheckCandidate`` -> ``Verdict`` (the repetition guard on leaving ``act``);
-``Observe`` -> ``Observation`` (the committed exchange: it joins the monitor's window, and
-stagnation checks may schedule an emergency injection for the next turn).
+``Observe`` -> ``Observation`` (the committed exchange joins the monitor's windows; the
+stagnation and convergence checks may schedule an emergency injection for the next turn, with
+the numbers that caused it).
 """
 
 from __future__ import annotations
 
+import string
 from collections import deque
 
+import trio
+
+from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
 from loom_sim.config.models import LoomConfig
 from loom_sim.messages import Body, CheckCandidate, MonitorEvent, Observation, Observe, Verdict
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
+from loom_sim.monitors.stagnation import StagnationMonitor, Trigger
 from loom_sim.runtime.actor import Actor
+from loom_sim.runtime.records import TurnRecord
+from loom_sim.signals.embedding import load_backend
+
+STAGNATION_MONITORS = ("stagnation", "convergence")
 
 
 class MonitorActor(Actor):
     role = "monitor"
 
-    def __init__(self, config: LoomConfig, *, past_persona: list[str] | None = None):
+    def __init__(
+        self,
+        config: LoomConfig,
+        *,
+        records: list[TurnRecord] | None = None,
+        turns: int | None = None,
+    ):
+        records = records or []
+        self._config = config
+        self._turns = turns
         spec = config.interaction.repetition_detection
         self._guard = RepetitionGuard(spec)
-        self._recent: deque[str] = deque(past_persona or (), maxlen=max(spec.structural_window, 2))
+        self._recent: deque[str] = deque(
+            (r.persona for r in records), maxlen=max(spec.structural_window, 2)
+        )
+        self._revelations = RevelationTracker(config)
+        for record in records:
+            self._revelations.heard(record.persona)
+            if record.emergency:
+                self._mark_offered(record.emergency)
+        self._last_trigger = max(
+            (
+                r.turn
+                for r in records
+                for e in r.monitor_events
+                if e.monitor in STAGNATION_MONITORS
+            ),
+            default=None,
+        )
+        self._resume_from = [(r.turn, r.persona, r.interlocutor) for r in records]
+        self._stagnation: StagnationMonitor | None = None  # built on first use, off the loop
 
     async def handle(self, body: Body) -> Body | None:
         match body:
             case CheckCandidate():
                 return self._check(body)
             case Observe():
-                self._recent.append(body.persona)
-                return Observation()
+                return await self._observe(body)
         raise TypeError(f"monitor cannot handle {type(body).__name__}")
 
     def _check(self, request: CheckCandidate) -> Verdict:
@@ -47,3 +83,72 @@ class MonitorActor(Actor):
             for finding in findings
         ]
         return Verdict(accepted=False, events=events, vary=vary_instruction(findings))
+
+    async def _observe(self, exchange: Observe) -> Observation:
+        self._recent.append(exchange.persona)
+        self._revelations.heard(exchange.persona)
+        spec = self._config.interaction.stagnation_detection
+        if not spec.enabled:
+            return Observation()
+        monitor = await self._stagnation_monitor()
+        fired = await monitor.observe(exchange.turn, exchange.persona, exchange.interlocutor)
+        if not fired:
+            return Observation()
+        emergency, topic = self._intervention(exchange)
+        events = [
+            MonitorEvent(
+                monitor=trigger.kind,
+                pattern=_pattern(trigger),
+                action="emergency_injection",
+                detail=f"{trigger.kind} {trigger.value:.3f} >= {trigger.threshold:g} over "
+                f"{trigger.window} turns ({monitor.backend.name}); next turn: "
+                + (f"revelation {topic!r}" if topic else "no unused revelation left"),
+                values={
+                    "value": round(trigger.value, 4),
+                    "threshold": trigger.threshold,
+                    "window": float(trigger.window),
+                    **{k: round(v, 4) for k, v in monitor.last_values.items()},
+                },
+            )
+            for trigger in fired
+        ]
+        return Observation(events=events, emergency=emergency)
+
+    async def _stagnation_monitor(self) -> StagnationMonitor:
+        if self._stagnation is None:
+            spec = self._config.interaction.stagnation_detection
+            backend = await trio.to_thread.run_sync(load_backend, spec.backend.value)
+            monitor = StagnationMonitor(spec, backend, last_trigger=self._last_trigger)
+            await trio.to_thread.run_sync(monitor.restore, self._resume_from)
+            self._stagnation = monitor
+        return self._stagnation
+
+    def _intervention(self, exchange: Observe) -> tuple[str, str | None]:
+        """The intervention template, filled in; and the revelation it offers, now used."""
+        config = self._config
+        choice = self._revelations.next_unused(exchange.phase_index, exchange.intensities)
+        if choice is not None:
+            self._revelations.mark_used(choice.topic)
+        phases = config.trajectory.phases
+        fields: dict[str, object] = {
+            "name": config.persona.identity.name,
+            "current_phase": phases[min(exchange.phase_index, len(phases) - 1)].name,
+            "turn": exchange.turn + 2,  # the turn it is for, counted from 1
+            "turns": self._turns if self._turns is not None else "?",
+            "next_unused_revelation": f'"{choice.text}"' if choice else FALLBACK,
+            **exchange.intensities,
+        }
+        template = config.interaction.stagnation_detection.intervention_template
+        used = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+        text = template.format(**{k: v for k, v in fields.items() if k in used})
+        return text.strip(), choice.topic if choice else None
+
+    def _mark_offered(self, emergency: str) -> None:
+        for phase in self._config.trajectory.phases:
+            for revelation in phase.revelations:
+                if any(text in emergency for _, text in revelation.variants.available()):
+                    self._revelations.mark_used(revelation.topic)
+
+
+def _pattern(trigger: Trigger) -> str:
+    return "agreement_loop" if trigger.kind == "stagnation" else "echoing_interlocutor"

@@ -90,11 +90,13 @@ class Verdict(Body, frozen=True):
 
 
 class Observe(Body, frozen=True):
-    """Monitor: examine the completed exchange."""
+    """Monitor: examine the completed exchange (with where the trajectory stands)."""
 
     turn: int
     persona: str
     interlocutor: str
+    phase_index: int = 0
+    intensities: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class Observation(Body, frozen=True):

@@ -423,17 +423,37 @@ class EmbeddingBackend(StrEnum):
     TFIDF = "tfidf"
 
 
+class TfidfThresholds(Section):
+    """TF-IDF similarities run far lower than embedding ones for the same texts."""
+
+    similarity_threshold: float = Field(
+        0.20, gt=0.0, le=1.0, description="Loop threshold when the TF-IDF backend is in use."
+    )
+    convergence_threshold: float = Field(
+        0.25, gt=0.0, le=1.0, description="Convergence threshold with TF-IDF."
+    )
+
+
 class StagnationDetectionSpec(Section):
     enabled: bool = Field(True, description="Run the monitor.")
     window: int = Field(6, ge=2, description="Number of recent persona messages compared.")
     similarity_threshold: float = Field(
-        0.80, gt=0.0, le=1.0, description="Mean pairwise similarity that counts as a loop."
+        0.70,
+        gt=0.0,
+        le=1.0,
+        description="Mean pairwise similarity of the persona's window that counts as a loop "
+        "(embedding backend; see docs/signals.md for how it was chosen).",
     )
     convergence_threshold: float = Field(
         0.75,
         gt=0.0,
         le=1.0,
-        description="Persona-interlocutor similarity that counts as convergence.",
+        description="Mean similarity of persona messages to the replies they answer that "
+        "counts as echoing the interlocutor (embedding backend).",
+    )
+    tfidf: TfidfThresholds = Field(
+        default_factory=TfidfThresholds,
+        description="Thresholds used instead when the backend is (or falls back to) TF-IDF.",
     )
     min_turn: int = Field(10, ge=0, description="No checks before this turn.")
     cooldown: int = Field(

@@ -15,6 +15,7 @@ from loom_sim.messages import Heard
 from loom_sim.models.base import ModelClient
 from loom_sim.runtime.actor import Actor
 from loom_sim.runtime.history import Generation
+from loom_sim.runtime.records import TurnRecord
 from loom_sim.runtime.seeds import SeedSource
 
 
@@ -29,11 +30,16 @@ class ActorContext:
     interlocutor_system: str
     opening: str | None = None
     scaffolding: str = ""
-    past: list[Heard] = field(default_factory=list)
+    records: list[TurnRecord] = field(default_factory=list)  # a resumed rollout's turns
+    turns: int | None = None
 
     @property
     def seeds(self) -> SeedSource:
         return SeedSource(self.seed, self.rollout_index)
+
+    @property
+    def past(self) -> list[Heard]:
+        return [Heard(r.turn, r.persona, r.interlocutor) for r in self.records]
 
 
 ModelLookup = Callable[[str], ModelClient]  # role -> its model client
@@ -79,7 +85,7 @@ def _interlocutor(context: ActorContext, model: ModelLookup) -> Actor:
 def _monitor(context: ActorContext, model: ModelLookup) -> Actor:
     from loom_sim.actors.monitor import MonitorActor
 
-    return MonitorActor(context.config, past_persona=[h.persona for h in context.past])
+    return MonitorActor(context.config, records=context.records, turns=context.turns)
 
 
 def _judge(context: ActorContext, model: ModelLookup) -> Actor:

@@ -249,6 +249,8 @@ class Rollout:
                 turn=current.plan.turn,
                 persona=current.candidate.text,
                 interlocutor=current.reply.text,
+                phase_index=current.plan.phase_index,
+                intensities=current.plan.intensities,
             ),
             turn=current.plan.turn,
         )
@@ -343,7 +345,8 @@ class Rollout:
             interlocutor_system=spec.interlocutor_system,
             opening=opening,
             scaffolding=scaffolding,
-            past=[Heard(r.turn, r.persona, r.interlocutor) for r in self._records],
+            records=list(self._records),
+            turns=spec.turns,
         )
         for role in ("persona", "interlocutor", "monitor", "judge"):
             post.spawn(nursery, self._registry.create(role, context))
