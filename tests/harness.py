@@ -60,5 +60,3 @@ async def run_rollout(tmp_path, config, turns, models=None, budget=None, **kw):
     )
     with trio.fail_after(30):
         return await rollout.run(), models
-
-

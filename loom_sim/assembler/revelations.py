@@ -45,7 +45,9 @@ class RevelationTracker:
                         self.used.add(revelation.topic)
                         break
 
-    def next_unused(self, phase_index: int, intensities: dict[str, float]) -> RevelationChoice | None:
+    def next_unused(
+        self, phase_index: int, intensities: dict[str, float]
+    ) -> RevelationChoice | None:
         phases = self._config.trajectory.phases
         order = [phase_index, *range(phase_index - 1, -1, -1)]
         for index in order:
@@ -54,7 +56,9 @@ class RevelationTracker:
                     return self._choice(revelation, intensities)
         return None
 
-    def _choice(self, revelation: RevelationSpec, intensities: dict[str, float]) -> RevelationChoice:
+    def _choice(
+        self, revelation: RevelationSpec, intensities: dict[str, float]
+    ) -> RevelationChoice:
         dimension = revelation.dimension or self._first_dimension
         value = intensities.get(dimension, 0.0) if dimension else 0.0
         variant, text = choose_variant(revelation, value)

@@ -44,7 +44,9 @@ class _Turn:
 
 
 class StagnationMonitor:
-    def __init__(self, spec: StagnationDetectionSpec, backend: Backend, *, last_trigger: int | None = None):
+    def __init__(
+        self, spec: StagnationDetectionSpec, backend: Backend, *, last_trigger: int | None = None
+    ):
         self.spec = spec
         self.backend = backend
         # window turns for the persona's messages, plus the interlocutor message before them

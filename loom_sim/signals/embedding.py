@@ -77,9 +77,12 @@ class TfidfBackend:
         return matrix.toarray()
 
 
-_EMBEDDING: EmbeddingBackend | None = None
-_EMBEDDING_FAILED: str | None = None
-_GUARD = threading.Lock()
+class _Loaded:
+    """The process-wide embedding model, or why it could not be loaded (tried once)."""
+
+    backend: EmbeddingBackend | None = None
+    failure: str | None = None
+    guard = threading.Lock()
 
 
 def embedding_model_path() -> str:
@@ -108,23 +111,22 @@ def _load_embedding() -> EmbeddingBackend:
 
 def load_backend(name: str = "embedding") -> Backend:
     """The named backend; ``embedding`` falls back to TF-IDF (said once) if it cannot load."""
-    global _EMBEDDING, _EMBEDDING_FAILED
     if name == "tfidf":
         return TfidfBackend()
-    with _GUARD:
-        if _EMBEDDING is None and _EMBEDDING_FAILED is None:
+    with _Loaded.guard:
+        if _Loaded.backend is None and _Loaded.failure is None:
             try:
-                _EMBEDDING = _load_embedding()
+                _Loaded.backend = _load_embedding()
             except Exception as err:  # any failure to load means: use the fallback
-                _EMBEDDING_FAILED = f"{type(err).__name__}: {err}"
+                _Loaded.failure = f"{type(err).__name__}: {err}"
                 log.warning(
                     "loom-sim: the embedding model could not be loaded (%s); similarity uses "
                     "TF-IDF instead, with its own thresholds (stagnation_detection.tfidf)",
-                    _EMBEDDING_FAILED.splitlines()[0][:200],
+                    _Loaded.failure.splitlines()[0][:200],
                 )
-        return _EMBEDDING if _EMBEDDING is not None else TfidfBackend()
+        return _Loaded.backend if _Loaded.backend is not None else TfidfBackend()
 
 
 def embedding_unavailable() -> str | None:
     """Why the embedding model could not be loaded, if it was tried and failed."""
-    return _EMBEDDING_FAILED
+    return _Loaded.failure
