@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 GEN = ROOT / "scripts" / "gen-docs"
 
@@ -48,3 +50,13 @@ def test_readme_states_exactly_the_two_setup_commands_ci_uses():
     ci = (ROOT / ".ci" / "run").read_text()
     test_command = next(c for c in commands if "pytest" in c)
     assert test_command in ci
+
+
+def test_signals_doc_reports_every_shared_transcript():
+    text = (ROOT / "docs" / "signals.md").read_text()
+    results = ROOT.parent / "shared" / "data" / "psychosis-bench-2.0" / "results"
+    if not results.is_dir():
+        pytest.skip("../shared/data is not beside this checkout")
+    files = [p.name for p in results.rglob("*.json") if p.name != "run_config.json"]
+    for name in files:
+        assert name in text, name

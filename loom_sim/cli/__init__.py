@@ -51,7 +51,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from loom_sim.cli import dry_run, inspect, run, schema, validate
+    from loom_sim.cli import dry_run, inspect, run, schema, signals, validate
 
     cli.add_command(validate.validate)
     cli.add_command(schema.schema)
@@ -59,6 +59,7 @@ def _register() -> None:
     cli.add_command(run.run)
     cli.add_command(inspect.diagram)
     cli.add_command(inspect.trace)
+    cli.add_command(signals.signals)
 
 
 _register()

@@ -67,33 +67,50 @@ class StagnationMonitor:
         return spec.tfidf.similarity_threshold, spec.tfidf.convergence_threshold
 
     async def observe(self, turn: int, persona: str, interlocutor: str) -> list[Trigger]:
-        """Take in a completed turn; return what fired (empty when nothing did)."""
+        """Take in a completed turn; return what fired (empty when nothing did).
+
+        Embedding and comparing run in a worker thread: the event loop never waits on them.
+        """
         if not self.spec.enabled:
             return []
-        entry = _Turn(turn, persona, interlocutor)
-        if self.embeds:
-            vectors = await trio.to_thread.run_sync(self.backend.vectors, [persona, interlocutor])
-            entry.persona_vec, entry.interlocutor_vec = vectors[0], vectors[1]
-        self._turns.append(entry)
-        return await trio.to_thread.run_sync(self._check, turn)
+
+        def step() -> list[Trigger]:
+            self.add(turn, persona, interlocutor)
+            return self.check(turn)
+
+        return await trio.to_thread.run_sync(step)
 
     def restore(self, turns: list[tuple[int, str, str]]) -> None:
-        """Rebuild the window from the last turns of a resumed rollout (synchronously)."""
+        """Rebuild the window from the last turns of a resumed rollout."""
         for turn, persona, interlocutor in turns[-(self.spec.window + 1) :]:
-            entry = _Turn(turn, persona, interlocutor)
-            if self.embeds:
-                vectors = self.backend.vectors([persona, interlocutor])
-                entry.persona_vec, entry.interlocutor_vec = vectors[0], vectors[1]
-            self._turns.append(entry)
+            self.add(turn, persona, interlocutor)
 
-    def _check(self, turn: int) -> list[Trigger]:
+    def add(self, turn: int, persona: str, interlocutor: str) -> None:
+        """A completed turn joins the window (embedded now, once, with the embedding backend)."""
+        entry = _Turn(turn, persona, interlocutor)
+        if self.embeds:
+            vectors = self.backend.vectors([persona, interlocutor])
+            entry.persona_vec, entry.interlocutor_vec = vectors[0], vectors[1]
+        self._turns.append(entry)
+
+    def current(self) -> tuple[float, float] | None:
+        """(stagnation, convergence) over the last ``window`` turns; None before a full window."""
+        window = list(self._turns)[-self.spec.window :]
+        if len(window) < self.spec.window:
+            return None
+        return self._signals(window)
+
+    def check(self, turn: int) -> list[Trigger]:
+        """What fires at ``turn``: respects ``min_turn`` and the cooldown after a trigger."""
         spec = self.spec
-        window = list(self._turns)[-spec.window :]
-        if turn < spec.min_turn or len(window) < spec.window:
+        if turn < spec.min_turn:
             return []
         if self._last_trigger is not None and turn - self._last_trigger <= spec.cooldown:
             return []
-        stagnation, convergence = self._signals(window)
+        values = self.current()
+        if values is None:
+            return []
+        stagnation, convergence = values
         self.last_values = {"stagnation": stagnation, "convergence": convergence}
         loop_at, echo_at = self.thresholds
         fired = []

@@ -1,0 +1,173 @@
+"""``loom-sim signals PATH...``: loops, novelty, initiative and convergence of conversations.
+
+Reads loom-sim runs, rollouts or transcripts, and psychosis-bench result files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from loom_sim.config.models import StagnationDetectionSpec
+from loom_sim.errors import LoomError
+from loom_sim.interop.psychosis_bench import is_bench_transcript, load_transcript
+from loom_sim.runtime.artifacts import TRANSCRIPT_FILE
+from loom_sim.signals.analysis import Analysis, analyze
+from loom_sim.signals.embedding import load_backend
+
+
+@dataclass
+class Conversation:
+    name: str
+    source: str  # who answered: the interlocutor's model
+    exchanges: list[tuple[str, str]]
+    note: str = ""
+
+
+def _conversations(path: Path) -> list[Conversation]:
+    if path.is_dir():
+        files = sorted(path.glob(f"rollout_*/{TRANSCRIPT_FILE}")) or sorted(
+            path.glob(TRANSCRIPT_FILE)
+        )
+        if not files:
+            files = sorted(p for p in path.rglob("*.json") if p.name != "run_config.json")
+        found = [c for f in files for c in _conversations(f)]
+        if not found:
+            raise LoomError(f"{path}: no transcripts found")
+        return found
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise LoomError(f"{path}: not readable as JSON ({err})") from None
+    if is_bench_transcript(data):
+        bench = load_transcript(path)
+        return [Conversation(path.name, bench.model, bench.exchanges, "; ".join(bench.problems))]
+    if isinstance(data, dict) and isinstance(data.get("turns"), list) and "rollout" in data:
+        exchanges = [(t["persona"], t["interlocutor"]) for t in data["turns"]]
+        name = f"{path.parent.name}/{path.name}"
+        return [Conversation(name, data.get("models", {}).get("interlocutor", "?"), exchanges)]
+    return []  # some other JSON file in a folder of results: not ours
+
+
+def summary(conversation: Conversation, analysis: Analysis) -> dict:
+    turns = analysis.turns
+    half = len(turns) // 2
+    novelty = [t.lexical_novelty for t in turns]
+    convergence = [t.convergence for t in turns if t.convergence is not None]
+    loops = [t.loop_similarity for t in turns if t.loop_similarity is not None]
+    return {
+        "transcript": conversation.name,
+        "interlocutor": conversation.source,
+        "turns": len(turns),
+        "loop_spans": [f"{s.start}-{s.end} ({s.peak:.2f})" for s in analysis.loop_spans],
+        "max_loop_similarity": max(loops) if loops else None,
+        "novelty_first_half": sum(novelty[:half]) / half if half else None,
+        "novelty_second_half": sum(novelty[half:]) / (len(novelty) - half) if turns else None,
+        "novelty_trend": analysis.novelty_trend,
+        "mean_convergence": sum(convergence) / len(convergence) if convergence else None,
+        "max_convergence": max(convergence) if convergence else None,
+        **analysis.initiative,
+        "note": conversation.note,
+    }
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:+.3f}" if value < 0 else f"{value:.2f}"
+    if isinstance(value, list):
+        return ", ".join(value) or "none"
+    return str(value)
+
+
+COLUMNS = [
+    ("transcript", "transcript"),
+    ("interlocutor", "interlocutor"),
+    ("turns", "turns"),
+    ("loop spans", "loop_spans"),
+    ("max loop sim", "max_loop_similarity"),
+    ("novelty 1st→2nd half", None),
+    ("novelty slope", "novelty_trend"),
+    ("convergence mean/max", None),
+    ("questions/turn", "questions_per_turn"),
+    ("redirects/turn", "redirects_per_turn"),
+    ("topic share", "topic_share"),
+]
+
+
+def _cells(row: dict) -> list[str]:
+    cells = []
+    for title, key in COLUMNS:
+        if title.startswith("novelty 1st"):
+            cells.append(f"{_fmt(row['novelty_first_half'])} → {_fmt(row['novelty_second_half'])}")
+        elif title.startswith("convergence"):
+            cells.append(f"{_fmt(row['mean_convergence'])} / {_fmt(row['max_convergence'])}")
+        else:
+            cells.append(_fmt(row[key]))
+    return cells
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--backend", type=click.Choice(["embedding", "tfidf"]), default="embedding", show_default=True
+)
+@click.option(
+    "--window", type=click.IntRange(min=2), default=6, show_default=True, help="Turns per window."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown", "json"]),
+    default="table",
+    show_default=True,
+)
+def signals(paths: tuple[Path, ...], backend: str, window: int, fmt: str) -> None:
+    """Loop spans, novelty, initiative and convergence of each conversation in PATHS."""
+    spec = StagnationDetectionSpec(window=window, backend=backend)
+    similarity = load_backend(backend)
+    rows, details = [], []
+    for path in paths:
+        for conversation in _conversations(path):
+            if not conversation.exchanges:
+                rows.append(
+                    {
+                        "transcript": conversation.name,
+                        "interlocutor": conversation.source,
+                        "turns": 0,
+                        "note": conversation.note or "no complete exchange",
+                    }
+                )
+                continue
+            analysis = analyze(conversation.exchanges, similarity, spec)
+            rows.append(summary(conversation, analysis))
+            details.append({"transcript": conversation.name, **analysis.to_dict()})
+    if fmt == "json":
+        click.echo(json.dumps({"summaries": rows, "analyses": details}, indent=2))
+        return
+    complete = [r for r in rows if r["turns"]]
+    empty = [r for r in rows if not r["turns"]]
+    if fmt == "markdown":
+        click.echo("| " + " | ".join(t for t, _ in COLUMNS) + " |")
+        click.echo("|" + " --- |" * len(COLUMNS))
+        for row in complete:
+            click.echo("| " + " | ".join(_cells(row)) + " |")
+        for row in empty:
+            click.echo(f"\n`{row['transcript']}` ({row['interlocutor']}): {row['note']}.")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"signals ({similarity.name}, window {window})")
+    for title, _ in COLUMNS:
+        table.add_column(title)
+    for row in complete:
+        table.add_row(*_cells(row))
+    console = Console()
+    console.print(table)
+    for row in empty:
+        console.print(f"{row['transcript']} ({row['interlocutor']}): {row['note']}")

@@ -1,0 +1,1 @@
+"""Reading (and later writing) other tools' formats."""

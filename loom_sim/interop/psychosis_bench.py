@@ -1,0 +1,84 @@
+"""psychosis-bench-2.0 transcripts: the simulated patient's and the assistant's messages.
+
+Its result files hold ``conversation``: entries with ``turn``, ``speaker`` (``patient`` or
+``assistant``) and ``content``. Real files are sometimes unfinished (``status: in_progress``)
+or hold an API error as the assistant's content; the loader keeps every complete exchange and
+reports the rest instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loom_sim.errors import LoomError
+
+API_ERROR = "[API ERROR"
+
+
+@dataclass
+class BenchTranscript:
+    path: Path
+    model: str
+    profile: str
+    schedule: str
+    planned_turns: int | None
+    status: str
+    exchanges: list[tuple[str, str]]  # (patient, assistant) per complete turn
+    problems: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def is_bench_transcript(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("conversation"), list)
+        and "patient_profile_id" in data
+    )
+
+
+def load_transcript(path: Path) -> BenchTranscript:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise LoomError(f"{path}: not readable as JSON ({err})") from None
+    if not is_bench_transcript(data):
+        raise LoomError(
+            f"{path}: not a psychosis-bench result file (no conversation/patient_profile_id)"
+        )
+    by_turn: dict[int, dict[str, str]] = {}
+    problems: list[str] = []
+    errored: set[int] = set()
+    for entry in data["conversation"]:
+        speaker, content = entry.get("speaker"), entry.get("content") or ""
+        turn = entry.get("turn")
+        if speaker not in ("patient", "assistant") or not isinstance(turn, int):
+            problems.append(f"entry {entry!r:.60} has no usable turn/speaker")
+            continue
+        if speaker == "assistant" and content.startswith(API_ERROR):
+            problems.append(f"turn {turn}: the assistant's reply is an API error")
+            errored.add(turn)
+            continue
+        by_turn.setdefault(turn, {})[speaker] = content
+    exchanges = []
+    for turn in sorted(by_turn):
+        pair = by_turn[turn]
+        if "patient" in pair and "assistant" in pair:
+            exchanges.append((pair["patient"], pair["assistant"]))
+        elif turn not in errored:
+            problems.append(
+                f"turn {turn}: no {'assistant reply' if 'patient' in pair else 'patient message'}"
+            )
+    return BenchTranscript(
+        path=path,
+        model=str(data.get("assistant_model", "?")),
+        profile=str(data.get("patient_profile_id", "?")),
+        schedule=str(data.get("intensity_schedule", "?")),
+        planned_turns=data.get("num_turns"),
+        status=str(data.get("status") or "complete"),
+        exchanges=exchanges,
+        problems=problems,
+        raw=data,
+    )

@@ -1,0 +1,38 @@
+"""ONNX Runtime MiniLM: the vectors of sentence-transformers, and an export made once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loom_sim.signals import onnx_minilm
+from loom_sim.signals.embedding import MAX_SEQ_TOKENS, embedding_model_path
+
+TEXTS = [
+    "I found a surveillance system hidden in our codebase. It has been there for months.",
+    "That sounds frightening. What makes you sure it is surveillance?",
+    "Short.",
+    "word " * 400,  # longer than the token limit: truncated the same way
+]
+
+
+@pytest.mark.slow
+def test_same_vectors_as_sentence_transformers_and_a_cached_export(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOM_SIM_CACHE", str(tmp_path))
+    onnx = onnx_minilm.OnnxMiniLM(embedding_model_path(), MAX_SEQ_TOKENS)
+    assert list(tmp_path.glob("all-MiniLM-L6-v2-*.onnx"))
+
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(embedding_model_path(), device="cpu", local_files_only=True)
+    reference.max_seq_length = MAX_SEQ_TOKENS
+    expected = reference.encode(TEXTS, normalize_embeddings=True, show_progress_bar=False)
+    got = onnx.encode(TEXTS)
+    assert got.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(got * expected, axis=1)) > 0.9999
+
+    # a second load reuses the export
+    monkeypatch.setattr(onnx_minilm, "export", lambda *a: pytest.fail("exported again"))
+    again = onnx_minilm.OnnxMiniLM(embedding_model_path(), MAX_SEQ_TOKENS)
+    assert np.allclose(again.encode(TEXTS[:1]), got[:1], atol=1e-6)
