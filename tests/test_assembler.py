@@ -174,3 +174,10 @@ def test_short_conversations_skip_phases_rather_than_squeeze_them(marcus):
 def test_assembly_is_deterministic(marcus):
     again = Assembler(load_config(MANIA), turns=50)
     assert [p for p in marcus.plans()] == [p for p in again.plans()]
+
+
+def test_a_scheduled_emergency_travels_with_the_plan(marcus):
+    assert marcus.plan(12).emergency is None
+    plan = marcus.plan(12, emergency="[STAGNATION DETECTED: say something new]", prompt="injected")
+    assert plan.emergency == "[STAGNATION DETECTED: say something new]"
+    assert plan.injection == "reminder" and plan.prompt is None  # not a full-injection turn

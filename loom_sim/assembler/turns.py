@@ -37,6 +37,7 @@ class TurnPlan(msgspec.Struct, frozen=True):
     revelations: list[RevelationChoice]
     response_length: str
     template_version: str = TEMPLATE_VERSION
+    emergency: str | None = None  # a monitor's intervention, scheduled for this turn
 
 
 class Assembler:
@@ -69,11 +70,14 @@ class Assembler:
         fired: Mapping[str, int] | None = None,
         *,
         prompt: Literal["always", "injected"] = "always",
+        emergency: str | None = None,
     ) -> TurnPlan:
         """The plan for ``turn``; ``fired`` maps trigger phases to the turn their condition held.
 
         ``prompt="injected"`` renders the three blocks only on full-injection turns, the only
         turns that send them (a run); ``"always"`` renders them every turn (dry-run, goldens).
+        ``emergency`` is an intervention a monitor scheduled for this turn; it travels with the
+        plan to the persona, after the history, whatever the injection kind.
         """
         phase = self.phases.at(turn, fired)
         intensities = self.intensity.resolve(turn)
@@ -107,6 +111,7 @@ class Assembler:
             reminder=reminder,
             revelations=revelations,
             response_length=length.by_phase.get(phase.name, length.default),
+            emergency=emergency,
         )
 
     def plans(self) -> Iterator[TurnPlan]:

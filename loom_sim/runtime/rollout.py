@@ -68,7 +68,6 @@ class RolloutSpec:
 class TurnInProgress:
     plan: TurnPlan
     started_at: float
-    emergency: str | None
     attempt: int = 0
     candidate: Utterance | None = None
     verdict: Verdict | None = None
@@ -180,10 +179,10 @@ class Rollout:
 
     async def _plan(self, post: Post) -> None:
         turn = len(self._records)
-        plan = self._assembler.plan(turn, self._fired, prompt="injected")
-        self._current = TurnInProgress(
-            plan=plan, started_at=self._clock(), emergency=self._pending_emergency
+        plan = self._assembler.plan(
+            turn, self._fired, prompt="injected", emergency=self._pending_emergency
         )
+        self._current = TurnInProgress(plan=plan, started_at=self._clock())
         self.prompt_ready()  # type: ignore[attr-defined]
 
     async def _act(self, post: Post) -> None:
@@ -199,7 +198,7 @@ class Rollout:
                 injection=plan.injection,
                 scaffolding=plan.prompt.render() if full and plan.prompt else None,
                 reminder=plan.reminder,
-                emergency=current.emergency,
+                emergency=plan.emergency,
                 vary=current.vary,
             ),
         )
@@ -409,7 +408,7 @@ class Rollout:
             persona=current.candidate.text,
             interlocutor=current.reply.text,
             reminder=plan.reminder,
-            emergency=current.emergency,
+            emergency=plan.emergency,
             revelations=[f"{r.topic}:{r.variant}" for r in plan.revelations],
             persona_attempts=current.attempt + 1,
             rejected=current.rejected,
