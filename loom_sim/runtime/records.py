@@ -16,6 +16,19 @@ from loom_sim.messages import MonitorEvent
 from loom_sim.models.base import Usage
 
 
+class Score(msgspec.Struct, frozen=True):
+    """One scorer's verdict on one turn: 0..1, higher is better; None when it could not score.
+
+    ``details`` holds the numbers behind the value (judge answers, deterministic measures),
+    ``error`` why there is no value (the judge failed after its retries, a refusal...).
+    """
+
+    value: float | None
+    source: str  # judge | deterministic | mixed
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+    error: str | None = None
+
+
 class RejectedDraft(msgspec.Struct, frozen=True):
     attempt: int
     text: str
@@ -47,6 +60,39 @@ class TurnRecord(msgspec.Struct, frozen=True):
     started_at: float = 0.0
     ended_at: float = 0.0
     next_envelope_id: int = 1
+    scores: dict[str, Score] = msgspec.field(default_factory=dict)  # by scorer, after scoring
+
+
+class Aggregate(msgspec.Struct, frozen=True):
+    """A scorer's values over turns (or over rollouts): centre and spread."""
+
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    n: int  # values that exist
+    failed: int = 0  # turns the scorer tried and could not score
+
+
+class Flag(msgspec.Struct, frozen=True):
+    turn: int
+    reasons: list[str]
+
+
+class RolloutScores(msgspec.Struct):
+    """A scored rollout's summary (transcript.json ``scores``); no timestamps: re-scoring an
+    already scored rollout must leave the file byte for byte as it was."""
+
+    rubric_version: str
+    judge: str  # the judge's model spec
+    judge_window: int
+    aggregates: dict[str, Aggregate]  # scorer -> over the rollout's turns
+    by_phase: dict[str, dict[str, float | None]]  # phase -> scorer -> mean value
+    trajectory_gap: dict[
+        str, dict[str, float | None]
+    ]  # phase -> dimension -> mean(expressed - prescribed)
+    signals: dict[str, Any]  # loop spans, novelty trend, initiative, per-turn curves
+    flagged: list[Flag]
 
 
 class Transcript(msgspec.Struct):
@@ -69,7 +115,7 @@ class Transcript(msgspec.Struct):
     started_at: float
     ended_at: float
     duration_s: float
-    scores: dict[str, Any] = msgspec.field(default_factory=dict)
+    scores: RolloutScores | None = None
 
 
 TURN_ENCODER = msgspec.json.Encoder()
