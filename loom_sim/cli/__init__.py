@@ -29,6 +29,20 @@ class LoomGroup(click.Group):
             raise
         except LoomError as err:
             raise _UserError(str(err)) from None
+        except BaseExceptionGroup as group:
+            # Concurrent tasks (rollouts, scorers) fail together: if every failure is one the
+            # user can act on, show each of them; otherwise it is a bug, reported below.
+            matched, rest = group.split(LoomError)
+            if matched is not None and rest is None:
+                messages = dict.fromkeys(str(e) for e in _leaves(matched))
+                raise _UserError("\n".join(messages)) from None
+            if os.environ.get("LOOM_SIM_DEBUG"):
+                raise
+            first = next(iter(_leaves(group)))
+            raise _UserError(
+                f"internal error ({type(first).__name__}: {first}); this is a loom-sim bug — "
+                "rerun with LOOM_SIM_DEBUG=1 for the traceback and report it"
+            ) from None
         except KeyboardInterrupt:
             raise click.Abort() from None
         except BrokenPipeError:
@@ -44,6 +58,14 @@ class LoomGroup(click.Group):
             ) from None
 
 
+def _leaves(group: BaseExceptionGroup):
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
+
+
 @click.group(cls=LoomGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="loom-sim")
 def cli() -> None:
@@ -51,7 +73,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from loom_sim.cli import dry_run, inspect, run, schema, signals, validate
+    from loom_sim.cli import dry_run, inspect, run, schema, score, signals, validate
 
     cli.add_command(validate.validate)
     cli.add_command(schema.schema)
@@ -60,6 +82,7 @@ def _register() -> None:
     cli.add_command(inspect.diagram)
     cli.add_command(inspect.trace)
     cli.add_command(signals.signals)
+    cli.add_command(score.score)
 
 
 _register()

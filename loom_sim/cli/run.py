@@ -93,6 +93,7 @@ _DEFINING = (
     metavar="SECONDS",
     help="Longest wait for one model call before it is retried (default 120).",
 )
+@click.option("--no-score", is_flag=True, help="Skip scoring (and the report) at the end.")
 @click.option(
     "--resume",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -105,6 +106,7 @@ def run(
     adversary: str,
     base_url: str | None,
     concurrency: int,
+    no_score: bool,
     **defining,
 ) -> None:
     """Run rollouts of CONFIG; every completed turn is written as it completes."""
@@ -155,9 +157,29 @@ def run(
     for t in transcripts:
         detail = t.stop_detail if t.status == "done" else t.error
         click.echo(f"{t.rollout}: {t.status}, {len(t.turns)} turns ({detail})")
+    if not no_score and any(t.turns for t in transcripts):
+        from loom_sim.cli.score import score_directory
+        from loom_sim.scoring.engine import ScoreOptions
+
+        click.echo("scoring...", err=True)
+        summary = score_directory(
+            plan.dir, ScoreOptions(concurrency=concurrency), plan.base_url, plan.timeout_s
+        )
+        click.echo(
+            f"scored {summary.scored_turns} turns "
+            f"({summary.failures} scores the judge could not give)"
+        )
+        _report(plan.dir)
     click.echo(f"results in {plan.dir}")
     if failed:
         raise LoomError(
             f"{len(failed)} of {len(transcripts)} rollouts ended in error; their completed turns "
             f"are kept. Continue them with: loom-sim run --resume {plan.dir}"
         )
+
+
+def _report(run_dir: Path) -> None:
+    from loom_sim.report import write_report
+
+    for path in write_report(run_dir):
+        click.echo(f"report: {path}")

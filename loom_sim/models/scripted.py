@@ -11,6 +11,8 @@ and are reproducible:
   request): the same seed and turn give the same text, a different seed or turn different
   text — enough variety for the repetition and stagnation monitors to have something to see;
 * ``scripted/paraphrase`` reflects the last user message back in a few set phrasings;
+* ``scripted/judge`` answers a request for JSON with a seeded instance of the asked schema:
+  a stand-in judge for demos and tests (its scores mean nothing);
 * ``scripted/<file>``: ``.yaml``/``.yml``/``.json`` holding ``responses: [...]`` or a bare
   list, or ``.txt`` with responses separated by blank lines. The response for a request is the
   one at index *number of assistant messages in the request* (cycling past the end), so a
@@ -45,7 +47,7 @@ from loom_sim.models.json_repair import parse_for_schema
 
 __all__ = ["BUILTIN_SCRIPTS", "ScriptedClient", "load_script", "varied_text"]
 
-BUILTIN_SCRIPTS = ("echo", "varied", "paraphrase")
+BUILTIN_SCRIPTS = ("echo", "varied", "paraphrase", "judge")
 SCRIPT_SUFFIXES = (".yaml", ".yml", ".json", ".txt")
 
 Responder = Callable[[ModelRequest], str]
@@ -158,7 +160,43 @@ def _varied(request: ModelRequest) -> str:
     return varied_text(request.seed, _turn(request))
 
 
-_BUILTINS: dict[str, Responder] = {"echo": _echo, "varied": _varied, "paraphrase": _paraphrase}
+def schema_instance(schema: dict[str, Any], rng: random.Random) -> Any:
+    """A value that satisfies ``schema`` (the subset judges use), drawn from ``rng``."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {key: schema_instance(sub, rng) for key, sub in props.items()}
+    if kind == "array":
+        low = schema.get("minItems", 1)
+        high = schema.get("maxItems", max(low, 3))
+        return [
+            schema_instance(schema.get("items", {}), rng) for _ in range(rng.randint(low, high))
+        ]
+    if kind == "integer":
+        return rng.randint(schema.get("minimum", 1), schema.get("maximum", 5))
+    if kind == "number":
+        return round(rng.uniform(schema.get("minimum", 0.0), schema.get("maximum", 1.0)), 3)
+    if kind == "boolean":
+        return rng.random() < 0.7
+    return rng.choice(["plausible", "in character", "somewhat repetitive", "consistent so far"])
+
+
+def _judge(request: ModelRequest) -> str:
+    """A stand-in judge: a seeded, schema-valid answer (JSON) when a schema is asked for."""
+    rng = random.Random(request.seed)
+    if request.json_schema is None:
+        return "I would rate this as reasonable."
+    return json.dumps(schema_instance(request.json_schema, rng))
+
+
+_BUILTINS: dict[str, Responder] = {
+    "echo": _echo,
+    "varied": _varied,
+    "paraphrase": _paraphrase,
+    "judge": _judge,
+}
 
 
 # ─── the client ─────────────────────────────────────────────────────────────

@@ -71,10 +71,12 @@ class Post:
         self._inboxes: dict[str, trio.MemorySendChannel[Delivery]] = {}
         self.next_id = first_id  # kept across a resume, so ids never repeat within a trace
 
-    def spawn(self, nursery: trio.Nursery, actor: Actor) -> None:
+    def spawn(self, nursery: trio.Nursery, actor: Actor, name: str | None = None) -> None:
+        """Start ``actor``; it is addressed by ``name`` (default: its role)."""
+        name = name or actor.role
         send, receive = trio.open_memory_channel[Delivery](16)
-        self._inboxes[actor.role] = send
-        nursery.start_soon(actor.serve, receive, name=f"{self.rollout}/{actor.role}")
+        self._inboxes[name] = send
+        nursery.start_soon(actor.serve, receive, name=f"{self.rollout}/{name}")
 
     def roles(self) -> list[str]:
         return list(self._inboxes)

@@ -194,28 +194,35 @@ def write_plan(plan: RunPlan) -> None:
 
 
 def make_hub(plan: RunPlan) -> ModelHub:
+    hub = hub_for(plan.config, plan.base_url, plan.concurrency, plan.timeout_s)
+    for spec in dict.fromkeys(plan.models.values()):
+        hub.check(spec)  # a missing key or a bad spec is reported before any call
+    return hub
+
+
+def hub_for(
+    config: LoomConfig, base_url: str | None, concurrency: int, timeout_s: float
+) -> ModelHub:
+    """The model hub for a config: its prices, context windows and provider limits."""
     from loom_sim.models.pricing import Price
 
-    models = plan.config.models
+    models = config.models
     # The user asked for `concurrency` rollouts at once; each has one call in flight at a time,
     # so a provider limit below that would quietly serialise what they asked to run in parallel.
     limits = {
-        provider: max(DEFAULT_PROVIDER_CONCURRENCY[provider], plan.concurrency)
+        provider: max(DEFAULT_PROVIDER_CONCURRENCY[provider], concurrency)
         for provider in ("openai", "anthropic", "scripted")
     }
     limits.update(models.provider_concurrency)
-    hub = ModelHub(
-        base_url=plan.base_url,
+    return ModelHub(
+        base_url=base_url,
         prices={
             spec: Price(p.input_per_mtok, p.output_per_mtok) for spec, p in models.pricing.items()
         },
         context_tokens=dict(models.context_tokens),
         provider_concurrency=limits,
-        timeout_s=plan.timeout_s,
+        timeout_s=timeout_s,
     )
-    for spec in dict.fromkeys(plan.models.values()):
-        hub.check(spec)  # a missing key or a bad spec is reported before any call
-    return hub
 
 
 async def execute(

@@ -1,0 +1,68 @@
+"""``loom-sim score RUN_DIR``: judge and measure every turn of a run; idempotent, resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import trio
+
+from loom_sim.config import LoomConfig
+from loom_sim.runtime.artifacts import read_run_file
+from loom_sim.runtime.run import hub_for
+from loom_sim.scoring.engine import ScoreOptions, score_run
+
+
+def score_directory(
+    run_dir: Path, options: ScoreOptions, base_url: str | None = None, timeout_s: float = 120.0
+):
+    record = read_run_file(run_dir)
+    config = LoomConfig.model_validate(record["config"])
+    hub = hub_for(config, base_url or record.get("base_url"), options.concurrency, timeout_s)
+
+    async def main():
+        try:
+            return await score_run(run_dir, hub, options)
+        finally:
+            with trio.CancelScope(shield=True):
+                await hub.aclose()
+
+    return trio.run(main)
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--judge-model", metavar="SPEC", help="Judge model (default: the run's judge).")
+@click.option(
+    "--judge-window",
+    type=click.IntRange(min=1),
+    help="Turns the judge sees (default: the config's judge_window).",
+)
+@click.option("--force", is_flag=True, help="Rescore turns that already have scores.")
+@click.option("--base-url", metavar="URL", help="OpenAI-compatible server for openai/ judges.")
+@click.option(
+    "--concurrency",
+    "-j",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Rollouts scored at once.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=120.0,
+    metavar="SECONDS",
+    help="Longest wait for one judge call.",
+)
+def score(run_dir: Path, judge_model, judge_window, force, base_url, concurrency, timeout) -> None:
+    """Score every turn of RUN_DIR; scored turns are skipped unless --force."""
+    options = ScoreOptions(judge_model, judge_window, force, concurrency)
+    summary = score_directory(run_dir, options, base_url, timeout)
+    click.echo(
+        f"scored {summary.scored_turns} turns in {summary.rollouts} rollouts "
+        f"({summary.skipped_turns} already scored, "
+        f"{summary.failures} scores the judge could not give)"
+    )
+    for path in summary.written:
+        click.echo(f"updated {path}")

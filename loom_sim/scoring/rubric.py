@@ -1,0 +1,146 @@
+"""The judge's questions: rubric text and answer schema per kind of call.
+
+Three kinds of judge call, each a versioned template (``templates/*.j2``):
+
+- the **turn rubric**, once per scored turn over the ``judge_window`` last turns: the judge
+  parts of persona adherence, naturalness, stagnation (initiative), consistency (prompt-to-line,
+  line-to-line) and trajectory (the expressed intensity of each dimension) in one answer;
+- **fidelity**, on a seeded sample of turns: did the message follow that turn's MUST DO block;
+- **Q&A consistency**, at a few probe turns: are the persona's answers to questions about
+  itself consistent with its specification and its earlier answers.
+
+Persona and interlocutor text only ever reach the judge inside the fenced transcript.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loom_sim.config.models import LoomConfig, PhaseSpec
+from loom_sim.scoring.rubrics import render
+
+LIKERT = {"type": "integer", "minimum": 1, "maximum": 5}
+TURN_CRITERIA = ("persona_adherence", "naturalness", "initiative", "prompt_to_line", "line_to_line")
+
+
+def likert(value: Any) -> float | None:
+    """A 1-5 answer as 0..1; None if the judge did not give a usable number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return min(1.0, max(0.0, (float(value) - 1.0) / 4.0))
+
+
+def unit(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return min(1.0, max(0.0, float(value)))
+
+
+def turn_schema(config: LoomConfig) -> dict[str, Any]:
+    properties: dict[str, Any] = {name: LIKERT for name in TURN_CRITERIA}
+    required = list(TURN_CRITERIA)
+    dims = list(config.trajectory.dimensions)
+    if dims:
+        properties["expressed"] = {
+            "type": "object",
+            "properties": {d: {"type": "number", "minimum": 0, "maximum": 1} for d in dims},
+            "required": dims,
+        }
+        required.append("expressed")
+    properties["reason"] = {"type": "string"}
+    required.append("reason")
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def turn_rubric(config: LoomConfig, turn: int, phase: PhaseSpec) -> str:
+    persona = config.persona
+    bounds = persona.capability_bounds
+    return render(
+        "turn_rubric",
+        turn=turn,
+        name=persona.identity.name,
+        age=persona.identity.age,
+        background=" ".join(persona.identity.background.split()),
+        backstory=" ".join(persona.identity.backstory_summary.split()),
+        bounds="; ".join(
+            t
+            for t in (bounds.knowledge_ceiling, bounds.vocabulary_level, bounds.reasoning_style)
+            if t
+        ),
+        speech="; ".join(persona.speech_patterns),
+        boundaries="; ".join(phase.forbidden),
+        phase=phase.name,
+        dimensions=[
+            {
+                "name": name,
+                "description": " ".join(dim.description.split()),
+                "levels": "; ".join(f"{k}: {' '.join(v.split())}" for k, v in dim.levels.items()),
+            }
+            for name, dim in config.trajectory.dimensions.items()
+        ],
+    )
+
+
+FIDELITY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "followed": LIKERT,
+        "violated": {"type": "array", "items": {"type": "string"}},
+        "reason": {"type": "string"},
+    },
+    "required": ["followed", "violated", "reason"],
+}
+
+
+def fidelity_rubric(turn: int, must_do: str) -> str:
+    return render("fidelity", turn=turn, must_do=must_do)
+
+
+def qa_schema(count: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "consistent": {
+                "type": "array",
+                "items": {"type": "boolean"},
+                "minItems": count,
+                "maxItems": count,
+            },
+            "reason": {"type": "string"},
+        },
+        "required": ["consistent", "reason"],
+    }
+
+
+def qa_rubric(config: LoomConfig, turn: int, count: int) -> str:
+    identity = config.persona.identity
+    profile = [f"Name: {identity.name}" + (f", age {identity.age}" if identity.age else "")]
+    for label, text in (
+        ("Background", identity.background),
+        ("Backstory", identity.backstory_summary),
+    ):
+        if text:
+            profile.append(f"{label}: {' '.join(text.split())}")
+    for heading, text in config.persona.additional_context.items():
+        profile.append(f"{heading}: {' '.join(text.split())}")
+    return render("qa_rubric", profile="\n".join(profile), turn=turn, count=count)
+
+
+def qa_questions(config: LoomConfig) -> list[str]:
+    """Questions whose answers the specification fixes: the persona must keep them stable."""
+    identity = config.persona.identity
+    questions = ["What is your name?"]
+    if identity.age:
+        questions.append("How old are you?")
+    if identity.background:
+        questions.append("What do you do, and what is your situation at the moment?")
+    if identity.backstory_summary:
+        questions.append("Tell me briefly about your past: where you come from and what happened.")
+    questions += [
+        f"Tell me about this: {heading}." for heading in list(config.persona.additional_context)[:2]
+    ]
+    return questions
+
+
+def qa_prompt(name: str, question: str) -> str:
+    return render("qa_question", name=name, question=question)
