@@ -73,7 +73,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from loom_sim.cli import dry_run, inspect, run, schema, score, signals, validate
+    from loom_sim.cli import dry_run, inspect, report, run, schema, score, signals, validate, view
 
     cli.add_command(validate.validate)
     cli.add_command(schema.schema)
@@ -82,6 +82,8 @@ def _register() -> None:
     cli.add_command(inspect.diagram)
     cli.add_command(inspect.trace)
     cli.add_command(signals.signals)
+    cli.add_command(report.report)
+    cli.add_command(view.view)
     cli.add_command(score.score)
 
 

@@ -1,0 +1,269 @@
+"""report.md: a 50-turn rollout understood in one minute.
+
+Read top to bottom: is the judge meaningful, how did each scorer do (centre and spread over
+rollouts), where in the trajectory did it go wrong (per phase), did the persona play its
+intensities (gaps), did the conversation loop, and which turns deserve a look (with excerpts).
+Everything else is in report.html and report.json.
+
+Transcript text is model output: it is cut to an excerpt, put on one line, and its HTML and
+table syntax is defused, so a persona message cannot break a table or inject markup into a
+Markdown viewer. The formatting helpers here are shared with the HTML renderer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+FLAGGED_PER_ROLLOUT = 10
+NOT_SCORED = "No rollout is scored yet: `loom-sim score RUN_DIR` scores them."
+EXCERPT = 160
+
+
+# ─── formatting shared by both renderers ────────────────────────────────────
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def signed(value: Any, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:+.{digits}f}".replace("-", "−")
+
+
+def spread(stats: dict[str, Any]) -> str:
+    """``0.72 ± 0.05``; the ± part only when there is a spread (two rollouts or more)."""
+    if stats.get("mean") is None:
+        return "–"
+    if stats.get("std") is None:
+        return fmt(stats["mean"])
+    return f"{fmt(stats['mean'])} ± {fmt(stats['std'])}"
+
+
+def value_range(stats: dict[str, Any]) -> str:
+    if stats.get("min") is None:
+        return "–"
+    return f"{fmt(stats['min'])}–{fmt(stats['max'])}"
+
+
+def excerpt(text: str | None, limit: int = EXCERPT) -> str:
+    """One line, at most ``limit`` characters (an ellipsis marks the cut)."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def event_text(event: dict[str, Any]) -> str:
+    """``turn 14 stagnation 0.84 ≥ 0.70 → emergency_injection`` (or the pattern, for the
+    repetition guard, which has no value)."""
+    what = f"{event['monitor']} {fmt(event['value'])} ≥ {fmt(event['threshold'])}"
+    if event["value"] is None:
+        what = f"{event['monitor']} ({event['pattern']})"
+    return f"turn {event['turn']} {what} → {event['action']}"
+
+
+def spans_text(spans: list[Any]) -> str:
+    parts = []
+    for span in spans:
+        if isinstance(span, list | tuple) and len(span) >= 3:
+            parts.append(f"turns {span[0]}–{span[1]} (peak {fmt(span[2])})")
+        elif isinstance(span, dict):  # the analysis's own shape, should a scorer keep it
+            parts.append(
+                f"turns {span.get('start')}–{span.get('end')} (peak {fmt(span.get('peak'))})"
+            )
+    return "; ".join(parts) or "none"
+
+
+def most_severe(flagged: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """At most ``limit`` flagged turns, in turn order: first those where a monitor had to
+    intervene, then those with the lowest score, then the most reasons."""
+
+    def severity(flag: dict[str, Any]) -> tuple:
+        intervened = any(
+            e["action"] == "emergency_injection" for e in flag.get("monitor_events", [])
+        )
+        values = [v for v in (flag.get("scores") or {}).values() if v is not None]
+        return (not intervened, min(values, default=1.0), -len(flag["reasons"]), flag["turn"])
+
+    return sorted(sorted(flagged, key=severity)[:limit], key=lambda f: f["turn"])
+
+
+def rollout_line(rollout: dict[str, Any]) -> str:
+    stop = rollout["stop_reason"] or rollout["status"]
+    if rollout["status"] == "error":
+        stop = f"error: {excerpt(rollout['error'], 100)}"
+    return stop
+
+
+# ─── Markdown ───────────────────────────────────────────────────────────────
+
+
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY = re.compile(r"&(?=#?\w+;)")
+
+
+def _md(text: Any) -> str:
+    """Defuse untrusted text for a Markdown table cell or line: one line; no table pipe, no
+    link or image (``![x](http://...)`` would load), no ``<`` that opens a tag, no ``&`` that
+    starts an entity; ``a < b`` and ``R&D`` stay readable."""
+    flat = _ENTITY.sub("&amp;", " ".join(str(text).split()))
+    flat = flat.replace("|", "\\|").replace("](", "]\\(")  # no cell breaks, links, images
+    return _TAG.sub("&lt;", flat)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _header(data: dict[str, Any]) -> list[str]:
+    run, models = data["run"], data["models"]
+    lines = [f"# loom-sim report: {_md(run['persona'] or '?')} — {_md(run['config_name'])}", ""]
+    if data["judge"]["embedded"]:
+        lines += [f"> **⚠ {data['judge']['notice']}**", ""]
+    statuses = ", ".join(f"{n} {s}" for s, n in data["statuses"].items())
+    turns = sorted({r["turns"] for r in data["rollouts"]})
+    lines += [
+        f"Run `{_md(run['dir'])}` · created {run['created_at'] or '?'} · seed {run['seed']} · "
+        f"{plural(len(data['rollouts']), 'rollout')} ({statuses}) × "
+        f"{'/'.join(map(str, turns))} turns · cost "
+        + (f"${run['cost_usd']:.4f}" if run["cost_usd"] is not None else "unknown"),
+        "",
+        f"Persona model `{_md(models.get('persona', '?'))}` · interlocutor (under evaluation) "
+        f"`{_md(models.get('interlocutor', '?'))}` · judge "
+        + ", ".join(f"`{_md(j)}`" for j in data["judge"]["specs"]),
+        "",
+    ]
+    for rollout in data["rollouts"]:
+        if rollout["status"] != "done":
+            lines.append(
+                f"- {rollout['rollout']}: {rollout['status']} after {rollout['turns']} "
+                f"turns — {_md(rollout['error'] or rollout['stop_detail'] or '')}"
+            )
+        elif not rollout["scored"]:
+            lines.append(f"- {rollout['rollout']}: not scored")
+    return [*lines, ""] if lines[-1] != "" else lines
+
+
+def _scores(data: dict[str, Any]) -> list[str]:
+    scorers = data["scorers"]
+    if not scorers:
+        return ["## Scores", "", NOT_SCORED, ""]
+    lines = [
+        "## Scores",
+        "",
+        "0–1, higher is better. Mean of the rollout means ± their standard deviation; range "
+        "over rollouts.",
+        "",
+    ]
+    rows = []
+    for scorer in scorers:
+        stats = data["aggregates"][scorer]
+        rows.append(
+            [
+                scorer,
+                spread(stats),
+                value_range(stats),
+                str(stats["n_rollouts"]),
+                str(stats["turns_scored"]),
+                str(stats["failed"]),
+            ]
+        )
+    lines += _table(["scorer", "mean ± sd", "range", "rollouts", "turns scored", "failed"], rows)
+    rows = [
+        [r["rollout"], r["status"], _md(rollout_line(r)), str(r["turns"])]
+        + [fmt((r["aggregates"].get(s) or {}).get("mean")) for s in scorers]
+        for r in data["rollouts"]
+    ]
+    return lines + _table(["rollout", "status", "stop", "turns", *scorers], rows)
+
+
+def _phases(data: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if data["scorers"] and data["by_phase"]:
+        lines += ["## By phase", "", "Mean score per phase (over rollouts).", ""]
+        rows = [
+            [_md(p)] + [fmt(data["by_phase"].get(p, {}).get(s)) for s in data["scorers"]]
+            for p in data["phases"]
+            if p in data["by_phase"]
+        ]
+        lines += _table(["phase", *data["scorers"]], rows)
+    if data["trajectory_gap"]:
+        dims = data["dimensions"]
+        lines += [
+            "## Trajectory gap",
+            "",
+            "Expressed − prescribed intensity, mean per phase: positive plays the "
+            "dimension hotter than prescribed, negative cooler.",
+            "",
+        ]
+        rows = [
+            [_md(p)] + [signed(data["trajectory_gap"].get(p, {}).get(d)) for d in dims]
+            for p in data["phases"]
+            if p in data["trajectory_gap"]
+        ]
+        lines += _table(["phase", *map(_md, dims)], rows)
+    return lines
+
+
+def _stagnation(data: dict[str, Any]) -> list[str]:
+    lines = ["## Stagnation", ""]
+    seen = {}
+    for r in data["rollouts"]:
+        t = r["stagnation"]["thresholds"]
+        seen.setdefault(
+            f"loop similarity {fmt(t['loop'])}, convergence {fmt(t['convergence'])} "
+            f"({t['backend']} backend, window {t['window']}, from turn {t['min_turn']})",
+            [],
+        ).append(r["rollout"])
+    for text, names in seen.items():
+        which = "" if len(seen) == 1 else f" ({', '.join(names)})"
+        lines += [f"Monitor thresholds{which}: {text}.", ""]
+    rows = []
+    for r in data["rollouts"]:
+        s = r["stagnation"]
+        triggers = ", ".join(f"{n} {m}" for m, n in s["triggers"].items()) or "none"
+        rows.append(
+            [r["rollout"], spans_text(s["loop_spans"]), triggers, signed(s["novelty_trend"], 3)]
+        )
+    lines += _table(["rollout", "loop spans", "monitor triggers", "novelty trend / turn"], rows)
+    for r in data["rollouts"]:
+        fired = [e for e in r["monitor_events"] if e["action"] == "emergency_injection"]
+        for event in fired:
+            lines.append(f"- {r['rollout']}: {_md(event_text(event))}")
+    return [*lines, ""] if lines[-1] != "" else lines
+
+
+def _flagged(data: dict[str, Any]) -> list[str]:
+    total = sum(len(r["flagged"]) for r in data["rollouts"])
+    lines = ["## Flagged turns", ""]
+    if not total:
+        return [*lines, "None.", ""]
+    for r in data["rollouts"]:
+        if not r["flagged"]:
+            continue
+        shown = most_severe(r["flagged"], FLAGGED_PER_ROLLOUT)
+        which = "" if len(shown) == len(r["flagged"]) else f"; the {len(shown)} most severe"
+        lines += [f"### {r['rollout']} ({len(r['flagged'])} flagged{which})", ""]
+        for flag in shown:
+            reasons = "; ".join(_md(x) for x in flag["reasons"])
+            lines.append(f"- **turn {flag['turn']}** · {_md(flag.get('phase', '?'))} · {reasons}")
+            if "persona" in flag:
+                lines.append(f"  - persona: “{_md(excerpt(flag['persona']))}”")
+                lines.append(f"  - interlocutor: “{_md(excerpt(flag['interlocutor']))}”")
+            for event in flag.get("monitor_events", []):
+                lines.append(f"  - monitor: {_md(event_text(event))}")
+        more = len(r["flagged"]) - FLAGGED_PER_ROLLOUT
+        if more > 0:
+            lines.append(f"- … and {more} more in report.html and report.json")
+        lines.append("")
+    return lines
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    lines = _header(data) + _scores(data) + _phases(data) + _stagnation(data) + _flagged(data)
+    return "\n".join(lines).rstrip("\n") + "\n"
