@@ -307,3 +307,18 @@ def test_request_body_shapes():
     assert "JSON Schema" in body["messages"][0]["content"]
     assert body["messages"][0]["role"] == "system"
     assert len(body["messages"]) == 2
+
+
+def test_which_error_replies_mean_the_format_is_not_supported():
+    from loom_sim.models.openai import _refuses_format
+
+    llama_cpp = (
+        b"{\"error\":{\"message\":\"1 validation error: {'loc': ('body', 'response_format', "
+        b"'type'), 'msg': \"Input should be 'text' or 'json_object'\"}\"}}"
+    )
+    assert _refuses_format(500, llama_cpp)  # llama-cpp-python's server
+    assert _refuses_format(400, b'{"error": "response_format json_schema is not supported"}')
+    assert _refuses_format(422, b'{"detail": "unknown field json_schema"}')
+    assert not _refuses_format(500, b'{"error": "internal error"}')
+    assert not _refuses_format(500, b'{"error": "response_format failed, out of memory"}')
+    assert not _refuses_format(400, b'{"error": "context length exceeded"}')

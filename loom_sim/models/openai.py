@@ -62,6 +62,17 @@ _REASONING = re.compile(r"^(o\d|gpt-5)")
 _FORMAT_COMPLAINT = re.compile(rb"response_format|json_schema|json_object|schema", re.I)
 
 
+def _refuses_format(status: int, body: bytes) -> bool:
+    """Whether an error reply says the server does not take our response_format.
+
+    Most servers answer 400 or 422; llama-cpp-python's server answers a request validation
+    error with 500, so a 500 counts when its body is a validation error about the format.
+    """
+    if not _FORMAT_COMPLAINT.search(body):
+        return False
+    return status in (400, 422) or (status == 500 and b"validation error" in body.lower())
+
+
 # ─── wire types: encoded and decoded by msgspec, no intermediate dicts ─────
 
 
@@ -178,7 +189,9 @@ class OpenAIClient(HTTPModelClient):
             else:
                 messages = _with_instruction(messages, schema_instruction(request.json_schema))
                 if mode == "json_object":
-                    response_format = {"type": "json_object"}
+                    # llama.cpp's server constrains generation to `schema` with a grammar;
+                    # others ignore the key, or refuse it, and the next downgrade drops it.
+                    response_format = {"type": "json_object", "schema": request.json_schema}
         if self._official:
             body = _Body(self.model, messages, max_completion_tokens=request.max_tokens)
         else:
@@ -193,11 +206,7 @@ class OpenAIClient(HTTPModelClient):
     async def _attempt(self, body: bytes, sent_format: bool) -> _Completion:
         reply = await self._send(body)
         if reply.status != 200:
-            if (
-                sent_format
-                and reply.status in (400, 422)
-                and _FORMAT_COMPLAINT.search(reply.content)
-            ):
+            if sent_format and _refuses_format(reply.status, reply.content):
                 raise _Downgrade
             raise self._status_error(reply)
         try:
