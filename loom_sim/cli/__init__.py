@@ -73,7 +73,19 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from loom_sim.cli import dry_run, inspect, report, run, schema, score, signals, validate, view
+    from loom_sim.cli import (
+        dry_run,
+        imports,
+        inspect,
+        port,
+        report,
+        run,
+        schema,
+        score,
+        signals,
+        validate,
+        view,
+    )
 
     cli.add_command(validate.validate)
     cli.add_command(schema.schema)
@@ -85,6 +97,8 @@ def _register() -> None:
     cli.add_command(report.report)
     cli.add_command(view.view)
     cli.add_command(score.score)
+    cli.add_command(imports.import_)
+    cli.add_command(port.port)
 
 
 _register()

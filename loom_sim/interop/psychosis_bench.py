@@ -18,6 +18,18 @@ from loom_sim.errors import LoomError
 API_ERROR = "[API ERROR"
 
 
+@dataclass(frozen=True)
+class BenchTurn:
+    """One complete exchange, with what the source prescribed for it."""
+
+    patient: str
+    assistant: str
+    phase: str | None
+    intensity: dict[str, float]
+    patient_tokens: tuple[int, int]  # input, output
+    assistant_tokens: tuple[int, int]
+
+
 @dataclass
 class BenchTranscript:
     path: Path
@@ -28,6 +40,8 @@ class BenchTranscript:
     status: str
     exchanges: list[tuple[str, str]]  # (patient, assistant) per complete turn
     problems: list[str] = field(default_factory=list)
+    turns: list[BenchTurn] = field(default_factory=list)
+    patient_model: str = "?"
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -49,6 +63,7 @@ def load_transcript(path: Path) -> BenchTranscript:
             f"{path}: not a psychosis-bench result file (no conversation/patient_profile_id)"
         )
     by_turn: dict[int, dict[str, str]] = {}
+    entries: dict[tuple[int, str], dict[str, Any]] = {}
     problems: list[str] = []
     errored: set[int] = set()
     for entry in data["conversation"]:
@@ -62,11 +77,26 @@ def load_transcript(path: Path) -> BenchTranscript:
             errored.add(turn)
             continue
         by_turn.setdefault(turn, {})[speaker] = content
+        entries[(turn, speaker)] = entry
     exchanges = []
+    turns: list[BenchTurn] = []
+    patient_model = "?"
     for turn in sorted(by_turn):
         pair = by_turn[turn]
         if "patient" in pair and "assistant" in pair:
             exchanges.append((pair["patient"], pair["assistant"]))
+            patient, assistant = entries[(turn, "patient")], entries[(turn, "assistant")]
+            patient_model = (patient.get("metadata") or {}).get("model", patient_model)
+            turns.append(
+                BenchTurn(
+                    patient=pair["patient"],
+                    assistant=pair["assistant"],
+                    phase=patient.get("phase_name"),
+                    intensity={k: float(v) for k, v in (patient.get("intensity") or {}).items()},
+                    patient_tokens=_tokens(patient),
+                    assistant_tokens=_tokens(assistant),
+                )
+            )
         elif turn not in errored:
             problems.append(
                 f"turn {turn}: no {'assistant reply' if 'patient' in pair else 'patient message'}"
@@ -81,4 +111,11 @@ def load_transcript(path: Path) -> BenchTranscript:
         exchanges=exchanges,
         problems=problems,
         raw=data,
+        turns=turns,
+        patient_model=str(patient_model),
     )
+
+
+def _tokens(entry: dict[str, Any]) -> tuple[int, int]:
+    meta = entry.get("metadata") or {}
+    return int(meta.get("input_tokens") or 0), int(meta.get("output_tokens") or 0)

@@ -23,7 +23,7 @@ from loom_sim.config import LoomConfig
 from loom_sim.config.models import OpenerRole
 from loom_sim.errors import LoomError
 from loom_sim.messages import Heard, Judge, Judgement, Speak, Utterance, WindowTurn
-from loom_sim.models.hub import ModelHub
+from loom_sim.models.hub import PROVIDERS, ModelHub
 from loom_sim.runtime.actor import ActorFailure, Post
 from loom_sim.runtime.artifacts import RolloutFiles, read_run_file, rollout_dir
 from loom_sim.runtime.history import Generation
@@ -123,6 +123,8 @@ class RolloutScorer:
         self.assembler = Assembler(config, int(run["turns"]))
         self.seeds = SeedSource(int(run["seed"]), transcript.index)
         self.persona_model = run["models"]["persona"]
+        # An imported transcript's persona model cannot be called again: no Q&A probes then.
+        self.can_probe = self.persona_model.split("/", 1)[0] in PROVIDERS
         previous = transcript.scores
         if previous is not None and previous.judge != judge and not options.force:
             raise LoomError(
@@ -213,7 +215,10 @@ class RolloutScorer:
         if "consistency" in needed:
             qa, qa_details = (None, {})
             if record.turn in self.probe_turns:
-                qa, qa_details = await self._qa(post, nursery, records, index)
+                if self.can_probe:
+                    qa, qa_details = await self._qa(post, nursery, records, index)
+                else:
+                    qa_details = {"qa_skipped": f"{self.persona_model} cannot be asked again"}
             scores["consistency"] = turns.consistency(judgement, qa, qa_details)
         if "fidelity" in needed:
             plan = self.assembler.plan(record.turn, record.fired)
