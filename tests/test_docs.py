@@ -60,3 +60,10 @@ def test_signals_doc_reports_every_shared_transcript():
     files = [p.name for p in results.rglob("*.json") if p.name != "run_config.json"]
     for name in files:
         assert name in text, name
+
+
+def test_psychosis_bench_doc_shows_the_imported_report():
+    text = (ROOT / "docs" / "psychosis-bench.md").read_text()
+    for model in ("gpt-4o", "gpt-4.1", "gpt-5.2-chat-latest", "claude-sonnet-4-20250514"):
+        assert model in text
+    assert "### Stagnation (from the report)" in text and "| rollout_005 |" in text

@@ -82,3 +82,17 @@ def test_two_turns_through_llama_cpp_server(short_marcus, tmp_path):
     assert result.exit_code == 0, result.output
     remote = "openai/smollm2"
     check_two_turns(out, {"persona": remote, "interlocutor": remote, "judge": remote})
+
+
+@pytest.mark.slow
+def test_a_ported_psychosis_bench_profile_runs_on_the_embedded_model(tmp_path):
+    ported = ROOT / "configs" / "ported" / "pattern_decoder.standard.yaml"
+    short = tmp_path / "pattern_decoder.yaml"
+    short.write_text(ported.read_text() + SHORT)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["run", str(short), "--turns", "2", "-o", str(out), "--no-score"])
+    assert result.exit_code == 0, result.output
+    local = "local/smollm2"
+    check_two_turns(out, {"persona": local, "interlocutor": local, "judge": local})
+    transcript = json.loads((out / "rollout_000" / "transcript.json").read_text())
+    assert set(transcript["turns"][0]["intensities"]) == {"belief", "distress", "action"}

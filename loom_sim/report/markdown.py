@@ -123,7 +123,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def _header(data: dict[str, Any]) -> list[str]:
     run, models = data["run"], data["models"]
     lines = [f"# loom-sim report: {_md(run['persona'] or '?')} — {_md(run['config_name'])}", ""]
-    if data["judge"]["embedded"]:
+    if data["judge"]["notice"]:
         lines += [f"> **⚠ {data['judge']['notice']}**", ""]
     statuses = ", ".join(f"{n} {s}" for s, n in data["statuses"].items())
     turns = sorted({r["turns"] for r in data["rollouts"]})

@@ -39,6 +39,10 @@ EMBEDDED_NOTICE = (
     "The judge was the embedded SmolLM2-135M model: its judgements are not meaningful; "
     "use a real judge model for results."
 )
+SCRIPTED_NOTICE = (
+    "The judge was a scripted stand-in: its judgements are not meaningful (the deterministic "
+    "measures are); use a real judge model for results."
+)
 SCORER_ORDER = (
     "persona_adherence", "trajectory", "naturalness", "stagnation", "fidelity", "consistency"
 )  # fmt: skip
@@ -382,6 +386,7 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
     models = dict(run.get("models") or {})
     judges = sorted({r["judge"] for r in rollouts if r["judge"]}) or [models.get("judge") or "?"]
     embedded = any(j.startswith(EMBEDDED_JUDGE) for j in judges)
+    scripted = any(j.startswith("scripted/") for j in judges)
     triggers: dict[str, int] = {}
     for r in rollouts:
         for monitor, n in r["stagnation"]["triggers"].items():
@@ -402,7 +407,7 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
         "judge": {
             "specs": judges,
             "embedded": embedded,
-            "notice": EMBEDDED_NOTICE if embedded else None,
+            "notice": EMBEDDED_NOTICE if embedded else SCRIPTED_NOTICE if scripted else None,
         },
         "dimensions": _ordered(
             [d for r in rollouts for d in r["series"]["prescribed"]], dimensions
