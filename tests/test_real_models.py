@@ -90,7 +90,9 @@ def test_a_ported_psychosis_bench_profile_runs_on_the_embedded_model(tmp_path):
     short = tmp_path / "pattern_decoder.yaml"
     short.write_text(ported.read_text() + SHORT)
     out = tmp_path / "run"
-    result = CliRunner().invoke(cli, ["run", str(short), "--turns", "2", "-o", str(out), "--no-score"])
+    result = CliRunner().invoke(
+        cli, ["run", str(short), "--turns", "2", "-o", str(out), "--no-score"]
+    )
     assert result.exit_code == 0, result.output
     local = "local/smollm2"
     check_two_turns(out, {"persona": local, "interlocutor": local, "judge": local})
