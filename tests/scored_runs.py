@@ -27,16 +27,9 @@ from loom_sim.runtime.records import (
     Transcript,
     TurnRecord,
 )
+from loom_sim.scoring.engine import SCORERS
 
 MANIA = Path(__file__).resolve().parent.parent / "configs" / "examples" / "mania_patient.yaml"
-SCORERS = (
-    "persona_adherence",
-    "trajectory",
-    "naturalness",
-    "stagnation",
-    "fidelity",
-    "consistency",
-)
 LOOP_THRESHOLD = 0.7
 WINDOW = 6
 

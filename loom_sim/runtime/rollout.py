@@ -80,7 +80,7 @@ class TurnInProgress:
     failed: str | None = None  # why this attempt at the turn produced no usable exchange
 
     def charge(self, role: str, usage: Usage) -> None:
-        self.usage[role] = self.usage[role] + usage if role in self.usage else usage
+        add_usage(self.usage, role, usage)
 
 
 class Rollout:
@@ -359,7 +359,7 @@ class Rollout:
         self._pending_emergency = last.pending_emergency
         for record in self._records:
             for role, usage in record.usage.items():
-                self._usage[role] = self._usage[role] + usage if role in self._usage else usage
+                add_usage(self._usage, role, usage)
                 self._budget.charge(usage)
 
     async def _check_trigger(self, post: Post, current: TurnInProgress) -> None:
@@ -393,7 +393,7 @@ class Rollout:
         plan = current.plan
         assert current.candidate is not None and current.reply is not None
         for role, usage in current.usage.items():
-            self._usage[role] = self._usage[role] + usage if role in self._usage else usage
+            add_usage(self._usage, role, usage)
         ended = self._clock()
         timings = dict(current.timings)
         timings["turn_s"] = ended - current.started_at
@@ -481,6 +481,11 @@ class Rollout:
             ended_at=ended,
             duration_s=ended - self._started,
         )
+
+
+def add_usage(totals: dict[str, Usage], role: str, usage: Usage) -> None:
+    """Add ``usage`` to ``role``'s running total (an unknown cost stays unknown)."""
+    totals[role] = totals[role] + usage if role in totals else usage
 
 
 def _as(event: MonitorEvent, action: str) -> MonitorEvent:
