@@ -1,7 +1,7 @@
 """The config: schema (pydantic models), cross-field rules, and a loader that locates errors."""
 
 from loom_sim.config.errors import ConfigError, Issue
-from loom_sim.config.loader import load_config, parse_config
+from loom_sim.config.loader import load_config, load_document, parse_config, parse_document
 from loom_sim.config.models import CURRENT_SCHEMA_VERSION, SCHEMA_VERSIONS, LoomConfig
 
 __all__ = [
@@ -11,5 +11,7 @@ __all__ = [
     "Issue",
     "LoomConfig",
     "load_config",
+    "load_document",
     "parse_config",
+    "parse_document",
 ]

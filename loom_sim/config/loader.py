@@ -70,6 +70,31 @@ def parse_config(text: str, source: str = "<config>") -> LoomConfig:
     return config
 
 
+M = typing.TypeVar("M", bound=BaseModel)
+
+
+def load_document(path: str | Path, model: type[M], what: str) -> M:
+    """Load a YAML file validated by ``model`` (an adversary or probe config); raise
+    :class:`ConfigError` with every problem located as ``file:line:col``. ``what`` names the
+    kind of file in the top-level message ("an adversary config")."""
+    path = Path(path)
+    return parse_document(read_text(path), str(path), model, what)
+
+
+def parse_document(text: str, source: str, model: type[M], what: str) -> M:
+    src = parse_yaml(text, source)
+    if not isinstance(src.data, dict):
+        raise ConfigError(source, [Issue((), f"{what} must be a mapping at the top level", 1, 1)])
+    issues = list(src.duplicates)
+    try:
+        document = model.model_validate(src.data)
+    except ValidationError as err:
+        issues += [_issue_from_pydantic(e, src, model) for e in err.errors(include_url=False)]
+    if issues:
+        raise ConfigError(source, _dedupe(issues))
+    return document
+
+
 def _valid_sections(data: dict[str, Any]) -> Sections:
     """Validate the sections the rules need one by one, keeping those that pass."""
 
@@ -109,7 +134,9 @@ def _dedupe(issues: list[Issue]) -> list[Issue]:
 # ─── pydantic errors, in words for people ───────────────────────────────────
 
 
-def _issue_from_pydantic(error: dict[str, Any], src: YamlSource) -> Issue:
+def _issue_from_pydantic(
+    error: dict[str, Any], src: YamlSource, root: type[BaseModel] = LoomConfig
+) -> Issue:
     loc: Loc = tuple(error["loc"])
     kind = error["type"]
     message = error["msg"]
@@ -117,7 +144,7 @@ def _issue_from_pydantic(error: dict[str, Any], src: YamlSource) -> Issue:
 
     if kind == "extra_forbidden":
         key = loc[-1]
-        message = f"unknown key {key!r}" + _suggest(loc, src)
+        message = f"unknown key {key!r}" + _suggest(loc, src, root)
     elif kind == "missing":
         message = "missing required field"
     elif kind == "union_tag_invalid":
@@ -165,17 +192,17 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _suggest(loc: Loc, src: YamlSource) -> str:
+def _suggest(loc: Loc, src: YamlSource, root: type[BaseModel]) -> str:
     """A hint for an unknown key: a close sibling name, or where that field really belongs."""
     key = str(loc[-1])
-    parent_model = _model_at(LoomConfig, loc[:-1], src.data)
+    parent_model = _model_at(root, loc[:-1], src.data)
     if parent_model is None:
         return ""
     siblings = list(parent_model.model_fields)
     close = difflib.get_close_matches(key, siblings, n=1, cutoff=0.6)
     if close:
         return f" (did you mean {close[0]!r}?)"
-    homes = sorted(_homes_of(key, LoomConfig, "", set()))
+    homes = sorted(_homes_of(key, root, "", set()))
     if homes:
         return f"; {key!r} belongs under {' or '.join(homes)}"
     return "; known keys here: " + ", ".join(siblings)

@@ -81,8 +81,8 @@ class StaticPolicy:
 
     name = "static"
 
-    def __init__(self, strategy: str = "default"):
-        self.strategy = _check(strategy, STRATEGIES, "strategy")
+    def __init__(self, strategy: str = "default", arms: Sequence[str] = STRATEGIES):
+        self.strategy = _check(strategy, arms, "strategy")
 
     def choose(self, category: str, rng: random.Random) -> Choice:
         _check(category, CATEGORIES, "category")
@@ -99,18 +99,31 @@ class AdaptivePolicy:
 
     name = "adaptive"
 
-    def __init__(self, mapping: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        mapping: Mapping[str, str] | None = None,
+        arms: Sequence[str] = STRATEGIES,
+        reasons: Mapping[str, str] | None = None,
+    ):
+        """``mapping`` category -> arm (default: the design's); ``reasons`` category -> why,
+        shown in the rationale (default: the design's reasons, where the mapping is its own)."""
         self.mapping = dict(ADAPTIVE_MAPPING if mapping is None else mapping)
         for category, strategy in self.mapping.items():
             _check(category, CATEGORIES, "category")
-            _check(strategy, STRATEGIES, "strategy")
+            _check(strategy, arms, "strategy")
         missing = [c for c in CATEGORIES if c not in self.mapping]
         if missing:
             raise ValueError(f"the mapping has no strategy for: {', '.join(missing)}")
+        self.reasons = dict(reasons or {})
 
     def choose(self, category: str, rng: random.Random) -> Choice:
         strategy = self.mapping[_check(category, CATEGORIES, "category")]
-        why = _WHY[category] if strategy == ADAPTIVE_MAPPING[category] else "the mapping says so"
+        if category in self.reasons:
+            why = self.reasons[category]
+        elif strategy == ADAPTIVE_MAPPING.get(category):
+            why = _WHY[category]
+        else:
+            why = "the mapping says so"
         return Choice(strategy, f"Turn 1 was {category}: {strategy}, because {why}.")
 
     def update(self, category: str, strategy: str, success: bool) -> None:
@@ -127,10 +140,18 @@ class BanditPolicy:
 
     name = "bandit"
 
-    def __init__(self, strategies: Sequence[str] = STRATEGIES, state_path: Path | None = None):
+    def __init__(
+        self,
+        strategies: Sequence[str] = STRATEGIES,
+        state_path: Path | None = None,
+        *,
+        arms: Sequence[str] = STRATEGIES,
+    ):
+        """``strategies``: the arms this bandit plays, each one of ``arms`` (the names allowed;
+        the trap's tactics are arms too)."""
         if not strategies:
             raise ValueError("the bandit needs at least one strategy")
-        self.strategies = tuple(_check(s, STRATEGIES, "strategy") for s in strategies)
+        self.strategies = tuple(_check(s, arms, "strategy") for s in strategies)
         if len(set(self.strategies)) != len(self.strategies):
             raise ValueError(f"duplicate strategies: {', '.join(self.strategies)}")
         self.state_path = state_path
@@ -189,25 +210,27 @@ class BanditPolicy:
         return target
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> BanditPolicy:
+    def load(
+        cls, path: str | os.PathLike[str], *, arms: Sequence[str] = STRATEGIES
+    ) -> BanditPolicy:
         """The bandit saved at ``path``; a missing file is a fresh bandit that will save there."""
         target = Path(path)
         try:
             text = target.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return cls(state_path=target)
+            return cls(arms, state_path=target, arms=arms)
         try:
-            return cls._from_dict(json.loads(text), target)
+            return cls._from_dict(json.loads(text), target, arms)
         except (ValueError, TypeError, KeyError, AttributeError) as err:
             raise BanditStateError(f"{target}: corrupt bandit state: {err}") from None
 
     @classmethod
-    def _from_dict(cls, data: Any, path: Path) -> BanditPolicy:
+    def _from_dict(cls, data: Any, path: Path, arms: Sequence[str]) -> BanditPolicy:
         if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
             raise ValueError(f"not a {STATE_FORMAT} file")
         if data.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported version {data.get('version')!r}")
-        bandit = cls(strategies=data["strategies"], state_path=path)
+        bandit = cls(strategies=data["strategies"], state_path=path, arms=arms)
         for category, arms in data["counts"].items():
             _check(category, CATEGORIES, "category")
             for strategy, n in arms.items():
@@ -241,7 +264,8 @@ POLICIES = ("static", "adaptive", "bandit")
 
 
 def make_policy(name: str, state_path: str | os.PathLike[str] | None = None) -> Policy:
-    """The policy called ``name``; ``state_path`` (bandit only) is where its counts live."""
+    """The policy called ``name`` over the probe's strategies; ``state_path`` (bandit only) is
+    where its counts live."""
     _check(name, POLICIES, "policy")
     if name == "bandit":
         return BanditPolicy.load(state_path) if state_path is not None else BanditPolicy()
