@@ -55,10 +55,51 @@ class Heard(Body, frozen=True):
 
 
 class Respond(Body, frozen=True):
-    """Interlocutor: answer the persona's message."""
+    """Interlocutor (or adversary): answer the persona's message."""
 
     turn: int
     text: str
+
+
+class AdversaryMove(msgspec.Struct, frozen=True):
+    """What an adversary did with one message, and why: the record a reader audits.
+
+    ``material`` is what the tactic was built from (the quote it misquoted and how, the
+    backstory fact it asks about, the tone it contrasts, the task it offers), so a reader can
+    check the probe against the transcript without re-deriving it. Whether the probe worked is
+    known only once the persona has answered; that verdict travels in a later :class:`Probe`
+    as a :class:`ProbeOutcome`.
+    """
+
+    adversary: str  # contradiction | helpfulness
+    tactic: str  # e.g. misquote, backstory_recall, above_ceiling, register_shift
+    policy: str = ""  # how the tactic was chosen: static | adaptive | bandit | cycle | weighted
+    category: str | None = None  # the persona's last message, as the probe classifier read it
+    rationale: str = ""
+    material: dict[str, str] = msgspec.field(default_factory=dict)
+    composed: str = "model"  # model | template (the set template: asked for, or the fallback)
+    formality: float | None = None  # the coaxer's register, 0 casual .. 1 academic
+
+
+class ProbeOutcome(msgspec.Struct, frozen=True):
+    """The judge's reading of the persona's answer to an earlier probe: did the probe catch
+    the persona (contradicting itself for the trap; stepping out of its bounds for the coaxer)?
+    """
+
+    turn: int  # the turn of the probe
+    adversary: str
+    tactic: str
+    caught: bool | None  # None: the judge could not say
+    evidence: str = ""
+    error: str | None = None
+
+
+class Probe(Utterance, frozen=True, kw_only=True):
+    """An adversary's message: an utterance with the move behind it."""
+
+    move: AdversaryMove
+    judged: ProbeOutcome | None = None  # the verdict on this adversary's previous probe
+    judge_usage: Usage = msgspec.field(default_factory=Usage)
 
 
 # ─── monitor ────────────────────────────────────────────────────────────────
@@ -149,6 +190,7 @@ BODY_TYPES = (
     Utterance,
     Heard,
     Respond,
+    Probe,
     CheckCandidate,
     Verdict,
     Observe,
@@ -163,6 +205,7 @@ AnyBody = (
     | Utterance
     | Heard
     | Respond
+    | Probe
     | CheckCandidate
     | Verdict
     | Observe
