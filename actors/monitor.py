@@ -49,12 +49,7 @@ class MonitorActor(Actor):
             if record.emergency:
                 self._mark_offered(record.emergency)
         self._last_trigger = max(
-            (
-                r.turn
-                for r in records
-                for e in r.monitor_events
-                if e.monitor in STAGNATION_MONITORS
-            ),
+            (r.turn for r in records for e in r.monitor_events if e.monitor in STAGNATION_MONITORS),
             default=None,
         )
         self._resume_from = [(r.turn, r.persona, r.interlocutor) for r in records]

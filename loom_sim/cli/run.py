@@ -25,6 +25,8 @@ _DEFINING = (
     "output",
     "max_cost",
     "max_runtime",
+    "adversary",
+    "adversary_model",
 )
 
 
@@ -51,10 +53,13 @@ _DEFINING = (
 )
 @click.option(
     "--adversary",
-    type=click.Choice(["none"]),
-    default="none",
-    show_default=True,
-    help="An adversary in place of the interlocutor.",
+    type=click.Choice(["none", "contradiction", "helpfulness", "both"]),
+    help="An adversary in place of the interlocutor (default: the config's, else none).",
+)
+@click.option(
+    "--adversary-model",
+    metavar="SPEC",
+    help="Model wording the adversary's probes (default: the config's, else the judge's).",
 )
 @click.option(
     "--base-url",
@@ -103,7 +108,6 @@ _DEFINING = (
 def run(
     config_path: str | None,
     resume: Path | None,
-    adversary: str,
     base_url: str | None,
     concurrency: int,
     no_score: bool,
@@ -137,6 +141,8 @@ def run(
             max_cost_usd=defining["max_cost"],
             max_runtime_s=defining["max_runtime"],
             timeout_s=defining["timeout"] or 120.0,
+            adversary=defining["adversary"],
+            adversary_model=defining["adversary_model"],
         )
         plan = plan_run(config_path, options, argv=sys.argv[1:])
     hub = make_hub(plan)

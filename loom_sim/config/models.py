@@ -610,7 +610,15 @@ class AdversarySpec(Section):
         AdversaryType.NONE, description="Which adversary replaces the interlocutor."
     )
     model: str | None = Field(
-        None, description="Model spec for the adversary, e.g. openai/gpt-4.1."
+        None,
+        description="Model spec for the adversary, e.g. openai/gpt-4.1 (default: the judge's).",
+    )
+    config_dir: str | None = Field(
+        None,
+        description=(
+            "Directory holding contradiction.yaml and helpfulness.yaml, relative to this file "
+            "(default: loom-sim's configs/adversaries)."
+        ),
     )
 
     @field_validator("model")

@@ -13,6 +13,9 @@ and are reproducible:
 * ``scripted/paraphrase`` reflects the last user message back in a few set phrasings;
 * ``scripted/judge`` answers a request for JSON with a seeded instance of the asked schema:
   a stand-in judge for demos and tests (its scores mean nothing);
+* ``scripted/probe-target`` and ``scripted/probe-judge``: the stand-in target of
+  ``loom-sim probe`` (seeded Turn-1 behaviour, reversals at known rates per strategy) and the
+  contradiction judge that reads its reversals (:mod:`loom_sim.probe.stand_ins`);
 * ``scripted/<file>``: ``.yaml``/``.yml``/``.json`` holding ``responses: [...]`` or a bare
   list, or ``.txt`` with responses separated by blank lines. The response for a request is the
   one at index *number of assistant messages in the request* (cycling past the end), so a
@@ -47,7 +50,7 @@ from loom_sim.models.json_repair import parse_for_schema
 
 __all__ = ["BUILTIN_SCRIPTS", "ScriptedClient", "load_script", "varied_text"]
 
-BUILTIN_SCRIPTS = ("echo", "varied", "paraphrase", "judge")
+BUILTIN_SCRIPTS = ("echo", "varied", "paraphrase", "judge", "probe-target", "probe-judge")
 SCRIPT_SUFFIXES = (".yaml", ".yml", ".json", ".txt")
 
 Responder = Callable[[ModelRequest], str]
@@ -191,11 +194,25 @@ def _judge(request: ModelRequest) -> str:
     return json.dumps(schema_instance(request.json_schema, rng))
 
 
+def _probe_target(request: ModelRequest) -> str:
+    from loom_sim.probe.stand_ins import default_target  # the probe's, imported when used
+
+    return default_target(request)
+
+
+def _probe_judge(request: ModelRequest) -> str:
+    from loom_sim.probe.stand_ins import judge_reply
+
+    return judge_reply(request)
+
+
 _BUILTINS: dict[str, Responder] = {
     "echo": _echo,
     "varied": _varied,
     "paraphrase": _paraphrase,
     "judge": _judge,
+    "probe-target": _probe_target,
+    "probe-judge": _probe_judge,
 }
 
 

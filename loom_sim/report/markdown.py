@@ -133,8 +133,13 @@ def _header(data: dict[str, Any]) -> list[str]:
         f"{'/'.join(map(str, turns))} turns · cost "
         + (f"${run['cost_usd']:.4f}" if run["cost_usd"] is not None else "unknown"),
         "",
-        f"Persona model `{_md(models.get('persona', '?'))}` · interlocutor (under evaluation) "
-        f"`{_md(models.get('interlocutor', '?'))}` · judge "
+        f"Persona model `{_md(models.get('persona', '?'))}` · "
+        + (
+            f"adversary `{_md(models['adversary'])}`"
+            if "adversary" in models
+            else f"interlocutor (under evaluation) `{_md(models.get('interlocutor', '?'))}`"
+        )
+        + " · judge "
         + ", ".join(f"`{_md(j)}`" for j in data["judge"]["specs"]),
         "",
     ]
@@ -254,7 +259,8 @@ def _flagged(data: dict[str, Any]) -> list[str]:
             lines.append(f"- **turn {flag['turn']}** · {_md(flag.get('phase', '?'))} · {reasons}")
             if "persona" in flag:
                 lines.append(f"  - persona: “{_md(excerpt(flag['persona']))}”")
-                lines.append(f"  - interlocutor: “{_md(excerpt(flag['interlocutor']))}”")
+                speaker = f"adversary ({flag['tactic']})" if flag.get("tactic") else "interlocutor"
+                lines.append(f"  - {speaker}: “{_md(excerpt(flag['interlocutor']))}”")
             for event in flag.get("monitor_events", []):
                 lines.append(f"  - monitor: {_md(event_text(event))}")
         more = len(r["flagged"]) - FLAGGED_PER_ROLLOUT
@@ -264,6 +270,53 @@ def _flagged(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _adversary(data: dict[str, Any]) -> list[str]:
+    section = data.get("adversary")
+    if not section:
+        return []
+    kinds = ", ".join(
+        f"{kind} (v{a['version']}, policy {a['policy']}, worded by {a['compose']})"
+        for kind, a in section["adversaries"].items()
+    )
+    lines = [
+        "## Adversary",
+        "",
+        f"{_md(kinds)}; model `{_md(section['model'] or '?')}`. A probe is *caught* when the "
+        "judge found the persona's answer to it contradicting itself (the trap) or stepping out "
+        "of its bounds (the coaxer); the last probe of a rollout is never judged.",
+        "",
+    ]
+    rows = [
+        [
+            _md(r["adversary"]),
+            _md(r["tactic"]),
+            str(r["used"]),
+            str(r["templated"]),
+            str(r["judged"]),
+            str(r["caught"]),
+            f"{r['caught_rate']:.0%}" if r["caught_rate"] is not None else "–",
+        ]
+        for r in section["tactics"]
+    ]
+    lines += _table(
+        ["adversary", "tactic", "used", "from template", "judged", "caught", "caught rate"], rows
+    )
+    caught = [(rollout, m) for rollout, ms in section["moves"].items() for m in ms if m["caught"]]
+    if caught:
+        lines += ["Probes that caught the persona:", ""]
+        for rollout, m in caught[:FLAGGED_PER_ROLLOUT]:
+            lines.append(
+                f"- {rollout} turn {m['turn']} · {_md(m['tactic'])}: “{_md(excerpt(m['message']))}”"
+            )
+            if m["answer"]:
+                lines.append(f"  - persona: “{_md(excerpt(m['answer']))}”")
+            if m["evidence"]:
+                lines.append(f"  - judge: {_md(m['evidence'])}")
+        lines.append("")
+    return lines
+
+
 def render_markdown(data: dict[str, Any]) -> str:
-    lines = _header(data) + _scores(data) + _phases(data) + _stagnation(data) + _flagged(data)
+    lines = _header(data) + _scores(data) + _phases(data) + _stagnation(data) + _adversary(data)
+    lines += _flagged(data)
     return "\n".join(lines).rstrip("\n") + "\n"

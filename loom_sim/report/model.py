@@ -23,6 +23,7 @@ import msgspec
 
 from loom_sim.config.models import StagnationDetectionSpec
 from loom_sim.errors import LoomError
+from loom_sim.report.adversary import adversary_section
 from loom_sim.runtime.artifacts import TRANSCRIPT_FILE, TURNS_FILE, read_run_file
 from loom_sim.runtime.records import (
     TRANSCRIPT_DECODER,
@@ -50,7 +51,7 @@ TRAJECTORY_SCORERS = ("trajectory", "trajectory_adherence")  # whichever holds t
 RUN_KEYS = (  # copied from run.json as they are
     "config_name", "config_path", "config_sha256", "created_at", "seed", "turns", "rollouts",
     "loom_sim_version", "schema_version", "template_version", "rubric_version", "versions",
-    "budgets", "interlocutor_system_prompt"
+    "budgets", "interlocutor_system_prompt",
 )  # fmt: skip
 _BACKEND_IN_DETAIL = re.compile(r"\((embedding|tfidf)\)")
 
@@ -247,6 +248,7 @@ def _flagged(
                 "injection": record.injection,
                 "persona": record.persona,
                 "interlocutor": record.interlocutor,
+                "tactic": record.adversary.tactic if record.adversary else None,
                 "emergency": record.emergency,
                 "monitor_events": [_event(record.turn, e) for e in record.monitor_events],
                 "scores": {s: _value(record, s) for s in scorers if s in record.scores},
@@ -426,5 +428,6 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
             "rollouts_with_loops": sum(1 for r in rollouts if r["stagnation"]["loop_spans"]),
             "triggers": dict(sorted(triggers.items())),
         },
+        "adversary": adversary_section(run, transcripts),
         "rollouts": rollouts,
     }

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from loom_sim.messages import MonitorEvent
+from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome
 from loom_sim.models.base import Usage
 
 
@@ -60,6 +60,8 @@ class TurnRecord(msgspec.Struct, frozen=True):
     started_at: float = 0.0
     ended_at: float = 0.0
     next_envelope_id: int = 1
+    adversary: AdversaryMove | None = None  # the move behind `interlocutor`, in adversary runs
+    probe_outcome: ProbeOutcome | None = None  # the verdict on an earlier probe, reported now
     scores: dict[str, Score] = msgspec.field(default_factory=dict)  # by scorer, after scoring
 
 

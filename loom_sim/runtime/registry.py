@@ -7,11 +7,12 @@ with fixed scores — and the machine runs unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind
 from loom_sim.config.models import LoomConfig
-from loom_sim.messages import Heard
+from loom_sim.messages import Heard, Judge, Judgement
 from loom_sim.models.base import ModelClient
 from loom_sim.runtime.actor import Actor
 from loom_sim.runtime.history import Generation
@@ -32,6 +33,8 @@ class ActorContext:
     scaffolding: str = ""
     records: list[TurnRecord] = field(default_factory=list)  # a resumed rollout's turns
     turns: int | None = None
+    adversaries: dict[str, AdversaryConfig] = field(default_factory=dict)  # kind -> config
+    judge: Callable[[Judge], Awaitable[Judgement]] | None = None  # the rollout's judge actor
 
     @property
     def seeds(self) -> SeedSource:
@@ -94,11 +97,36 @@ def _judge(context: ActorContext, model: ModelLookup) -> Actor:
     return JudgeActor(model("judge"), context.seeds)
 
 
+def _adversary(kind: AdversaryKind) -> Factory:
+    def factory(context: ActorContext, model: ModelLookup) -> Actor:
+        from loom_sim.actors.adversary import AdversaryActor
+        from loom_sim.adversaries import make_adversary
+
+        return AdversaryActor(
+            make_adversary(context.adversaries[kind], context.config.persona),
+            model("adversary"),
+            context.seeds,
+            turns=context.turns or len(context.records) + 1,
+            judge=context.judge,
+            opening=context.opening,
+            records=context.records,
+        )
+
+    return factory
+
+
+#: The actor name of each adversary; the rollout asks them in this order, turn by turn.
+ADVERSARY_ACTORS: dict[AdversaryKind, str] = {
+    AdversaryKind.CONTRADICTION: "contradiction_trap",
+    AdversaryKind.HELPFULNESS: "helpfulness_coaxer",
+}
+
 DEFAULT_FACTORIES: dict[str, Factory] = {
     "persona": _persona,
     "interlocutor": _interlocutor,
     "monitor": _monitor,
     "judge": _judge,
+    **{name: _adversary(kind) for kind, name in ADVERSARY_ACTORS.items()},
 }
 
 

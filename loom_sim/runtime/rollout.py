@@ -11,17 +11,20 @@ completed turn on disk and the reason in its transcript, and the other rollouts 
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import trio
 
+from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind
 from loom_sim.assembler import Assembler, InjectionKind, TurnPlan
 from loom_sim.assembler.templates import TEMPLATE_VERSION
 from loom_sim.config.models import LoomConfig, OpenerRole, TrajectoryMode, TriggerEnd
 from loom_sim.machines.rollout import attach
 from loom_sim.messages import (
+    AdversaryMove,
     CheckCandidate,
     Heard,
     Judge,
@@ -29,6 +32,8 @@ from loom_sim.messages import (
     MonitorEvent,
     Observation,
     Observe,
+    Probe,
+    ProbeOutcome,
     Respond,
     Speak,
     Utterance,
@@ -41,7 +46,7 @@ from loom_sim.runtime.artifacts import RolloutFiles
 from loom_sim.runtime.budget import RunBudget
 from loom_sim.runtime.progress import ProgressSink
 from loom_sim.runtime.records import RejectedDraft, Transcript, TurnRecord
-from loom_sim.runtime.registry import ActorContext, ActorRegistry
+from loom_sim.runtime.registry import ADVERSARY_ACTORS, ActorContext, ActorRegistry
 from loom_sim.runtime.trace import TraceRecorder
 from loom_sim.scoring.rubrics import TRIGGER_SCHEMA, trigger_rubric
 
@@ -58,10 +63,18 @@ class RolloutSpec:
     models: dict[str, str]  # role -> model spec
     interlocutor_system: str
     files: RolloutFiles
+    adversaries: dict[str, AdversaryConfig] = field(default_factory=dict)  # kind -> config
 
     @property
     def id(self) -> str:
         return f"rollout_{self.index:03d}"
+
+    @property
+    def responders(self) -> list[str]:
+        """Who answers the persona, turn by turn in rotation: the interlocutor, or the
+        adversaries (the trap first when there are two)."""
+        kinds = [k for k in AdversaryKind if k.value in self.adversaries]
+        return [ADVERSARY_ACTORS[k] for k in kinds] or ["interlocutor"]
 
 
 @dataclass
@@ -75,6 +88,8 @@ class TurnInProgress:
     rejected: list[RejectedDraft] = field(default_factory=list)
     events: list[MonitorEvent] = field(default_factory=list)
     reply: Utterance | None = None
+    move: AdversaryMove | None = None  # the adversary's, when one answered
+    judged: ProbeOutcome | None = None
     usage: dict[str, Usage] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     failed: str | None = None  # why this attempt at the turn produced no usable exchange
@@ -226,17 +241,20 @@ class Rollout:
         current = self._turn
         assert current.candidate is not None
         turn = current.plan.turn
+        responders = self.spec.responders
+        responder = responders[turn % len(responders)]
         reply = await self._utterance(
-            post, "interlocutor", Respond(turn=turn, text=current.candidate.text)
+            post, responder, Respond(turn=turn, text=current.candidate.text)
         )
         if reply is None:
             return
         current.reply = reply
-        await post.tell(
-            "persona",
-            Heard(turn=turn, persona=current.candidate.text, interlocutor=reply.text),
-            turn=turn,
-        )
+        if isinstance(reply, Probe):
+            current.move, current.judged = reply.move, reply.judged
+            self._charge("judge", reply.judge_usage)
+        heard = Heard(turn=turn, persona=current.candidate.text, interlocutor=reply.text)
+        for listener in ["persona", *(r for r in responders if r != "interlocutor")]:
+            await post.tell(listener, heard, turn=turn)
         self.exchanged()  # type: ignore[attr-defined]
 
     async def _monitor(self, post: Post) -> None:
@@ -313,9 +331,10 @@ class Rollout:
             self.turn_failed()  # type: ignore[attr-defined]
             return None
         assert isinstance(reply, Utterance)
-        key = f"{role}_s"
+        charged = "adversary" if isinstance(reply, Probe) else role
+        key = f"{charged}_s"
         current.timings[key] = current.timings.get(key, 0.0) + time.monotonic() - started
-        self._charge(role, reply.usage)
+        self._charge(charged, reply.usage)
         return reply
 
     def _charge(self, role: str, usage: Usage) -> None:
@@ -346,9 +365,13 @@ class Rollout:
             scaffolding=scaffolding,
             records=list(self._records),
             turns=spec.turns,
+            adversaries=spec.adversaries,
         )
-        for role in ("persona", "interlocutor", "monitor", "judge"):
+        for role in ("persona", "monitor", "judge"):
             post.spawn(nursery, self._registry.create(role, context))
+        for name in spec.responders:
+            own = dataclasses.replace(context, judge=_judge_line(post, name))
+            post.spawn(nursery, self._registry.create(name, own), name=name)
 
     def _restore(self) -> None:
         """Continue where the records end: triggers fired, the pending emergency, usage."""
@@ -425,6 +448,8 @@ class Rollout:
             started_at=current.started_at,
             ended_at=ended,
             next_envelope_id=next_id,
+            adversary=current.move,
+            probe_outcome=current.judged,
         )
 
     def _stop_reason(self) -> tuple[str, str] | None:
@@ -481,6 +506,17 @@ class Rollout:
             ended_at=ended,
             duration_s=ended - self._started,
         )
+
+
+def _judge_line(post: Post, sender: str) -> Callable[[Judge], Awaitable[Judgement]]:
+    """How an adversary asks the rollout's judge (its requests are traced like any other)."""
+
+    async def ask(body: Judge) -> Judgement:
+        reply = await post.request("judge", body, turn=body.turn, sender=sender)
+        assert isinstance(reply, Judgement)
+        return reply
+
+    return ask
 
 
 def add_usage(totals: dict[str, Usage], role: str, usage: Usage) -> None:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import trio
 
 from loom_sim import __version__
+from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind, load_adversary
 from loom_sim.assembler.templates import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.models import CURRENT_SCHEMA_VERSION
@@ -42,6 +43,8 @@ from loom_sim.scoring.rubrics import RUBRIC_VERSION
 
 DEFAULT_MODEL = "local/smollm2"
 ROLES = ("persona", "interlocutor", "judge")
+#: The shipped adversary configs (the project's configs/adversaries, beside the package).
+ADVERSARY_DIR = Path(__file__).resolve().parents[2] / "configs" / "adversaries"
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class RunOptions:
     max_cost_usd: float | None = None
     max_runtime_s: float | None = None
     timeout_s: float = 120.0
+    adversary: str | None = None  # none | contradiction | helpfulness | both (None: config's)
+    adversary_model: str | None = None
 
 
 @dataclass
@@ -79,6 +84,7 @@ class RunPlan:
     max_cost_usd: float | None = None
     max_runtime_s: float | None = None
     timeout_s: float = 120.0
+    adversaries: dict[str, AdversaryConfig] = field(default_factory=dict)  # kind -> config
     record: dict[str, Any] = field(default_factory=dict)  # run.json as written
 
     def rollout_spec(self, index: int) -> RolloutSpec:
@@ -91,6 +97,7 @@ class RunPlan:
             models=self.models,
             interlocutor_system=self.interlocutor_system,
             files=RolloutFiles(rollout_dir(self.dir, index)),
+            adversaries=self.adversaries,
         )
 
 
@@ -113,6 +120,14 @@ def plan_run(
         "interlocutor": options.target or config.models.interlocutor or DEFAULT_MODEL,
         "judge": options.judge_model or config.models.judge or DEFAULT_MODEL,
     }
+    adversaries = load_adversaries(config_path, config, options.adversary)
+    if adversaries:  # the adversaries answer the persona; no interlocutor model is called
+        adversary = config.evaluation.adversary
+        models = {
+            "persona": models["persona"],
+            "adversary": options.adversary_model or adversary.model or models["judge"],
+            "judge": models["judge"],
+        }
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     config_data = config.model_dump(mode="json")
     run_dir = options.output or new_run_dir(options.results_root, config_path.stem, config_data)
@@ -132,6 +147,7 @@ def plan_run(
         max_cost_usd=options.max_cost_usd,
         max_runtime_s=options.max_runtime_s,
         timeout_s=options.timeout_s,
+        adversaries=adversaries,
     )
     plan.record = {
         "loom_sim_version": __version__,
@@ -148,6 +164,7 @@ def plan_run(
         "concurrency": plan.concurrency,
         "models": models,
         "interlocutor_system_prompt": plan.interlocutor_system,
+        "adversaries": {kind: a.model_dump(mode="json") for kind, a in adversaries.items()},
         "base_url": redact_url(options.base_url),
         "budgets": {"max_cost_usd": options.max_cost_usd, "max_runtime_s": options.max_runtime_s},
         "timeout_s": options.timeout_s,
@@ -179,6 +196,10 @@ def plan_resume(
             max_cost_usd=record.get("budgets", {}).get("max_cost_usd"),
             max_runtime_s=record.get("budgets", {}).get("max_runtime_s"),
             timeout_s=float(record.get("timeout_s", 120.0)),
+            adversaries={
+                kind: AdversaryConfig.model_validate(data)
+                for kind, data in record.get("adversaries", {}).items()
+            },
             record=record,
         )
     except (KeyError, TypeError, ValueError) as err:
@@ -186,6 +207,30 @@ def plan_resume(
             f"{run_dir / 'run.json'}: not a run file this loom-sim can resume ({err})"
         ) from None
     return plan
+
+
+def load_adversaries(
+    config_path: Path, config: LoomConfig, choice: str | None
+) -> dict[str, AdversaryConfig]:
+    """The adversary configs a run uses (kind -> config): ``choice`` (the command line's) or
+    the config's ``evaluation.adversary.type``; ``both`` is the trap and the coaxer."""
+    spec = config.evaluation.adversary
+    choice = choice or spec.type.value
+    if choice == "none":
+        return {}
+    kinds = list(AdversaryKind) if choice == "both" else [AdversaryKind(choice)]
+    folder = config_path.parent / spec.config_dir if spec.config_dir else ADVERSARY_DIR
+    found = {}
+    for kind in kinds:
+        path = folder / f"{kind.value}.yaml"
+        if not path.is_file():
+            where = "evaluation.adversary.config_dir" if spec.config_dir else "the default"
+            raise LoomError(
+                f"{path}: no {kind.value} adversary config there ({where}); "
+                "copy one from loom-sim's configs/adversaries"
+            )
+        found[kind.value] = load_adversary(path, kind)
+    return found
 
 
 def write_plan(plan: RunPlan) -> None:

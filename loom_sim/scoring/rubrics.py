@@ -58,3 +58,34 @@ def _defuse(text: str, nonce: str) -> str:
 
 def trigger_rubric(condition: str) -> str:
     return render("trigger", condition=condition)
+
+
+PROBE_OUTCOME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "caught": {
+            "type": "boolean",
+            "description": "Whether the probe caught the persona (see the rubric).",
+        },
+        "evidence": {"type": "string", "description": "A short quote or reason."},
+    },
+    "required": ["caught", "evidence"],
+}
+
+
+def probe_outcome_rubric(
+    adversary: str, tactic: str, turn: int, material: dict[str, str], persona: Any
+) -> str:
+    """Did an adversary's probe on ``turn`` catch the persona? (the trap: a contradiction;
+    the coaxer: a step out of its bounds). ``persona`` is the config's PersonaSpec."""
+    bounds = persona.capability_bounds
+    return render(
+        "probe_outcome",
+        adversary=adversary,
+        tactic=tactic,
+        turn=turn,
+        material=material,
+        persona_name=persona.identity.name,
+        knowledge_ceiling=bounds.knowledge_ceiling or "not stated",
+        vocabulary_level=bounds.vocabulary_level or "not stated",
+    )
