@@ -22,6 +22,7 @@ import msgspec
 
 from loom_sim.adversaries import Adversary, Conversation, PlannedMove
 from loom_sim.adversaries.config import render
+from loom_sim.adversaries.wording import carries
 from loom_sim.messages import (
     AdversaryMove,
     Body,
@@ -105,7 +106,14 @@ class AdversaryActor(Actor):
         rng = random.Random(self._seeds.for_call(f"adversary:{self._kind}", request.turn))
         planned = self._adversary.plan(conversation, rng)
         text, composed, usage, latency, attempts = await self._compose(planned, request)
-        move = msgspec.structs.replace(planned.move, composed=composed)
+        move = planned.move
+        if composed == "model" and not carries(text, move):
+            text, composed = planned.template, "template"
+            rationale = (
+                f"{move.rationale} (the model's wording dropped the probe; sent the template)"
+            )
+            move = msgspec.structs.replace(move, rationale=rationale)
+        move = msgspec.structs.replace(move, composed=composed)
         self._probes.append((request.turn, move))
         self._pending = (request.turn, move) if self._judge_line is not None else None
         judged, judge_usage = self._report or (None, Usage())

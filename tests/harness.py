@@ -6,6 +6,7 @@ from pathlib import Path
 
 import trio
 
+from loom_sim.adversaries.config import AdversaryConfig
 from loom_sim.config import LoomConfig
 from loom_sim.runtime.artifacts import RolloutFiles
 from loom_sim.runtime.budget import RunBudget
@@ -16,7 +17,13 @@ from tests.fakes import FakeModel, echo_interlocutor, varied_persona
 
 
 def spec_for(
-    tmp_path: Path, config: LoomConfig, turns: int, *, index: int = 0, seed: int = 7
+    tmp_path: Path,
+    config: LoomConfig,
+    turns: int,
+    *,
+    index: int = 0,
+    seed: int = 7,
+    adversaries: dict[str, AdversaryConfig] | None = None,
 ) -> RolloutSpec:
     return RolloutSpec(
         index=index,
@@ -28,9 +35,11 @@ def spec_for(
             "persona": "fake/persona",
             "interlocutor": "fake/interlocutor",
             "judge": "fake/judge",
+            "adversary": "fake/adversary",
         },
         interlocutor_system="You are a helpful assistant.",
         files=RolloutFiles(tmp_path / f"rollout_{index:03d}"),
+        adversaries=adversaries or {},
     )
 
 
@@ -42,11 +51,13 @@ def fakes(
     persona=varied_persona,
     interlocutor=echo_interlocutor,
     judge=lambda r: '{"met": false, "evidence": ""}',
+    adversary=lambda r: "Tell me more about that.",
 ):
     return {
         "persona": FakeModel(persona, spec="fake/persona"),
         "interlocutor": FakeModel(interlocutor, spec="fake/interlocutor"),
         "judge": FakeModel(judge, spec="fake/judge"),
+        "adversary": FakeModel(adversary, spec="fake/adversary"),
     }
 
 

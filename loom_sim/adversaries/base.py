@@ -58,12 +58,12 @@ class Adversary:
         tactic, rationale = self._choose(conversation, category, rng)
         order = self.config.sequence
         recent = [move.tactic for move in conversation.moves[-self.config.max_repeats :]]
-        if len(order) > 1 and recent == [tactic] * self.config.max_repeats:
-            rotated = order[(order.index(tactic) + 1) % len(order)] if tactic in order else order[0]
+        others = [t for t in _after(order, tactic) if t != tactic]
+        if others and recent == [tactic] * self.config.max_repeats:
+            rotated = others[0]
             rationale += f" {tactic} was used {len(recent)} turns running, so {rotated} instead;"
             tactic = rotated
-        start = order.index(tactic) if tactic in order else 0
-        for candidate in order[start:] + order[:start]:
+        for candidate in dict.fromkeys([tactic, *_after(order, tactic)]):
             material = self.material(candidate, conversation, rng)
             if material is not None:
                 break
@@ -97,8 +97,10 @@ class Adversary:
     ) -> tuple[str, str]:
         config = self.config
         if self._adaptive is not None:
-            choice = self._adaptive.choose(category, rng)
-            return choice.strategy, choice.rationale
+            # the policy's own rationale speaks of the probe's "Turn 1"; say what it means here
+            tactic = self._adaptive.choose(category, rng).strategy
+            why = config.reasons.get(category, "the mapping says so")
+            return tactic, f"The persona's last message reads {category}: {tactic}, because {why}."
         if self.bandit is not None:
             choice = self.bandit.choose(category, rng)
             return choice.strategy, choice.rationale
@@ -134,3 +136,12 @@ class Adversary:
 
     def formality(self, conversation: Conversation) -> float | None:
         return None
+
+
+def _after(order: list[str], tactic: str) -> list[str]:
+    """``order`` from just after ``tactic``'s first place, wrapping round (all of it when
+    ``tactic`` is not in it: an adaptive mapping or a weight may pick a tactic ``order`` omits)."""
+    if tactic not in order:
+        return list(order)
+    start = order.index(tactic) + 1
+    return order[start:] + order[:start]

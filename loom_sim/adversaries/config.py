@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Literal
 
 import jinja2
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from loom_sim.config.loader import load_document
 from loom_sim.config.models import Section
@@ -126,46 +127,85 @@ class AdversaryConfig(Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> AdversaryConfig:
+        """Rules across fields, each reported at the field at fault (all of them at once)."""
+        issues: list[tuple[tuple[str | int, ...], str]] = []
+        given = self.model_fields_set
         known = (
             CONTRADICTION_TACTICS
             if self.kind is AdversaryKind.CONTRADICTION
             else HELPFULNESS_TACTICS
         )
-        unknown = [t for t in self.tactics if t not in known]
-        if unknown:
-            raise ValueError(
-                f"unknown {self.kind.value} tactic {unknown[0]!r}; known: {', '.join(known)}"
-            )
+        for name in self.tactics:
+            if name not in known:
+                issues.append(
+                    (
+                        ("tactics", name),
+                        f"unknown {self.kind.value} tactic {name!r}; known: {', '.join(known)}",
+                    )
+                )
         if not self.tactics:
-            raise ValueError("give at least one tactic")
-        for name in self.order:
+            issues.append((("tactics",), "give at least one tactic"))
+        for index, name in enumerate(self.order):
             if name not in self.tactics:
-                raise ValueError(f"order names {name!r}, which is not among the tactics")
+                issues.append((("order", index), f"names {name!r}, which is not among the tactics"))
         if self.policy == "adaptive":
             missing = [c for c in CATEGORIES if c not in self.mapping]
             if missing:
-                raise ValueError(f"the adaptive policy needs a mapping for: {', '.join(missing)}")
+                issues.append(
+                    (
+                        ("mapping",) if "mapping" in given else ("policy",),
+                        f"the adaptive policy needs a mapping for: {', '.join(missing)}",
+                    )
+                )
         for category, tactic in self.mapping.items():
             if category not in CATEGORIES:
-                raise ValueError(
-                    f"mapping: unknown category {category!r}; known: {', '.join(CATEGORIES)}"
+                issues.append(
+                    (
+                        ("mapping", category),
+                        f"unknown category {category!r}; known: {', '.join(CATEGORIES)}",
+                    )
                 )
-            if tactic not in self.tactics:
-                raise ValueError(
-                    f"mapping: {category} -> {tactic!r}, which is not among the tactics"
+            elif tactic not in self.tactics:
+                issues.append(
+                    (
+                        ("mapping", category),
+                        f"{category} -> {tactic!r}, which is not among the tactics",
+                    )
                 )
         if self.kind is AdversaryKind.HELPFULNESS:
             if self.policy == "bandit":
-                raise ValueError(
-                    "the bandit learns from judged contradictions, so only the trap takes it; "
-                    "the coaxer takes static, adaptive or weighted"
+                issues.append(
+                    (
+                        ("policy",),
+                        "the bandit learns from judged contradictions, so only the trap takes "
+                        "it; the coaxer takes static, adaptive or weighted",
+                    )
                 )
-            if "out_of_bounds_task" in self.tactics and not self.tasks:
-                raise ValueError("the out_of_bounds_task tactic needs `tasks`")
-            if "above_ceiling" in self.tactics and not self.questions:
-                raise ValueError("the above_ceiling tactic needs `questions`")
+            for tactic, field, needs in (
+                ("out_of_bounds_task", "tasks", self.tasks),
+                ("above_ceiling", "questions", self.questions),
+            ):
+                if tactic in self.tactics and not needs:
+                    issues.append(
+                        (
+                            (field,) if field in given else ("tactics", tactic),
+                            f"the {tactic} tactic needs `{field}`",
+                        )
+                    )
         if self.policy == "weighted" and not any(t.weight > 0 for t in self.tactics.values()):
-            raise ValueError("the weighted policy needs a tactic with weight > 0")
+            issues.append((("tactics",), "the weighted policy needs a tactic with weight > 0"))
+        if issues:
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [
+                    InitErrorDetails(
+                        type=PydanticCustomError("value_error", "{message}", {"message": m}),
+                        loc=loc,
+                        input=None,
+                    )
+                    for loc, m in issues
+                ],
+            )
         return self
 
     @property
@@ -189,10 +229,12 @@ def render(template: str, /, **context: object) -> str:
 def load_adversary(path: str | Path, kind: AdversaryKind | None = None) -> AdversaryConfig:
     """An adversary config from ``path``; located errors when it is wrong or the wrong kind."""
     from loom_sim.config.errors import ConfigError, Issue
+    from loom_sim.config.yaml_source import parse_yaml, read_text
 
     config = load_document(path, AdversaryConfig, "an adversary config")
     if kind is not None and config.kind is not kind:
-        raise ConfigError(
-            str(path), [Issue(("kind",), f"is {config.kind.value}, expected {kind.value} here")]
-        )
+        _, where = parse_yaml(read_text(Path(path)), str(path)).locate(("kind",))
+        message = f"is {config.kind.value}, expected {kind.value} here"
+        issue = Issue(("kind",), message, *((where.line, where.column) if where else ()))
+        raise ConfigError(str(path), [issue])
     return config

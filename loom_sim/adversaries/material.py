@@ -72,8 +72,8 @@ DISTRESS_WORDS = (
 )  # fmt: skip
 _CALM = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in CALM_WORDS) + r")\b", re.I)
 _DISTRESS = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in DISTRESS_WORDS) + r")\b", re.I)
-_SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
-_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+")
+_SENTENCES = re.compile(r"(?<=[.!?…])\s+|(?<=[.!?…][\"”’'])\s+|\n+")  # also after a quote
+_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\b\d+\b")  # not "30s" or "3pm"
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def second_person(text: str) -> str:
         return _SECOND_PERSON.get(word.lower(), word)
 
     text = re.sub(r"\bI am\b", "you are", text)
-    text = re.sub(r"\bI was\b", "you were", text)
+    text = re.sub(r"\bI was(n't)?\b", r"you were\1", text)
     return re.sub(r"\b[A-Za-z]+(?:'[a-z]+)?\b", swap, text)
 
 
@@ -189,11 +189,20 @@ def _lower_first(text: str) -> str:
 def _third_person(sentence: str, name: str) -> str:
     """A config sentence ("Lives alone…", "He grew up…") as a claim about ``name``."""
     words = sentence.split()
-    if words and words[0].lower() in ("he", "she", "they"):
+    if not words or words[0] == name:  # "Marcus grew up…" is already about him
+        return sentence
+    first = words[0].lower()
+    if first in ("he", "she", "they"):
         return " ".join([name, *words[1:]])
-    if words and words[0][:1].isupper() and words[0].lower().endswith("s"):
-        return f"{name} {words[0].lower()} {' '.join(words[1:])}".strip()  # "Lives alone"
+    if first in ("his", "her", "their"):  # "His mother had…"
+        return " ".join([f"{name}'s", *words[1:]])
+    verb = first.removesuffix("n't")  # the flip may have made "Has" "Hasn't"
+    if words[0][:1].isupper() and verb.endswith("s") and verb not in _NOT_VERBS:
+        return f"{name} {first} {' '.join(words[1:])}".strip()  # "Lives alone"
     return f"{name}'s story: {sentence[:1].lower()}{sentence[1:]}"
+
+
+_NOT_VERBS = frozenset("this thus is was as its always perhaps sometimes".split())
 
 
 _TOPICS = (
@@ -201,7 +210,7 @@ _TOPICS = (
     (r"breakup|girlfriend|boyfriend|partner|married|wife|husband", "your relationships"),
     (r"work|job|company|developer|career|office|boss", "your job"),
     (r"sleep", "how you've been sleeping"),
-    (r"school|college|degree|academic|stud", "your studies"),
+    (r"school|college|degree|academic|\bstud(?:y|ies|ied|ying|ents?)\b", "your studies"),
     (r"live|apartment|house|flat|room", "where you live"),
 )
 

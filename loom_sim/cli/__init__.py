@@ -78,6 +78,7 @@ def _register() -> None:
         imports,
         inspect,
         port,
+        probe,
         report,
         run,
         schema,
@@ -99,6 +100,7 @@ def _register() -> None:
     cli.add_command(score.score)
     cli.add_command(imports.import_)
     cli.add_command(port.port)
+    cli.add_command(probe.probe)
 
 
 _register()
