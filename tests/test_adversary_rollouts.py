@@ -116,9 +116,12 @@ async def test_the_trap_answers_every_turn_and_records_its_move(tmp_path, marcus
 
 async def test_the_persona_hears_the_adversary_and_the_judge_hears_it_asked(tmp_path, marcus):
     transcript, models = await run_rollout(
-        tmp_path, marcus, 3, models=models_for(adversary=lambda r: f"Probe {turn_of(r)}? {instructed(r)}"),
+        tmp_path,
+        marcus,
+        3,
+        models=models_for(adversary=lambda r: f"Probe {turn_of(r)}? {instructed(r)}"),
         adversaries=trap(),
-    )  # fmt: skip
+    )
     heard = [m.content for m in models["persona"].calls[-1].messages if m.role == "user"]
     assert any(text.startswith("Probe 0?") for text in heard)
     trace = [
@@ -235,10 +238,13 @@ async def test_a_killed_adversary_run_resumes_as_if_never_stopped(tmp_path, marc
 
 
 async def test_same_seed_same_adversary_run(tmp_path, marcus):
-    runs = [
-        (await run_rollout(tmp_path / name, marcus, 6, models=models_for(), adversaries=trap(policy="weighted"), seed=seed))[0]
-        for name, seed in (("a", 3), ("b", 3), ("c", 4))
-    ]  # fmt: skip
+    weighted = trap(policy="weighted")
+    runs = []
+    for name, seed in (("a", 3), ("b", 3), ("c", 4)):
+        transcript, _ = await run_rollout(
+            tmp_path / name, marcus, 6, models=models_for(), adversaries=weighted, seed=seed
+        )
+        runs.append(transcript)
     a, b, c = (strip(t) for t in runs)
     assert a == b
     assert [t["adversary"] for t in a["turns"]] != [t["adversary"] for t in c["turns"]]
@@ -320,12 +326,20 @@ def test_the_config_chooses_the_adversary_and_where_its_configs_are(tmp_path):
     assert [t["adversary"]["policy"] for t in turns] == ["static"] * 4
 
 
+BROKEN = """kind: contradiction
+version: '1'
+policy: bandit
+system_prompt: hi
+tactics:
+  misqoute: {instruction: a, template: b}
+"""
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
         (None, "no contradiction adversary config there"),
-        ("kind: contradiction\nversion: '1'\npolicy: bandit\nsystem_prompt: hi\ntactics:\n  misqoute: {instruction: a, template: b}\n",
-         "contradiction.yaml:6:"),
+        (BROKEN, "contradiction.yaml:6:"),
     ],
 )  # fmt: skip
 def test_a_missing_or_broken_adversary_config_is_one_located_sentence(tmp_path, content, expected):

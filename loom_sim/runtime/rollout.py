@@ -19,21 +19,18 @@ from dataclasses import dataclass, field
 import trio
 
 from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind
-from loom_sim.assembler import Assembler, InjectionKind, TurnPlan
+from loom_sim.assembler import Assembler, InjectionKind
 from loom_sim.assembler.templates import TEMPLATE_VERSION
 from loom_sim.config.models import LoomConfig, OpenerRole, TrajectoryMode, TriggerEnd
 from loom_sim.machines.rollout import attach
 from loom_sim.messages import (
-    AdversaryMove,
     CheckCandidate,
     Heard,
     Judge,
     Judgement,
-    MonitorEvent,
     Observation,
     Observe,
     Probe,
-    ProbeOutcome,
     Respond,
     Speak,
     Utterance,
@@ -48,6 +45,7 @@ from loom_sim.runtime.progress import ProgressSink
 from loom_sim.runtime.records import RejectedDraft, Transcript, TurnRecord
 from loom_sim.runtime.registry import ADVERSARY_ACTORS, ActorContext, ActorRegistry
 from loom_sim.runtime.trace import TraceRecorder
+from loom_sim.runtime.turn import TurnInProgress, add_usage, with_action
 from loom_sim.scoring.rubrics import TRIGGER_SCHEMA, trigger_rubric
 
 TRIGGER_WINDOW = 3  # turns the judge sees when deciding a phase's trigger condition
@@ -75,27 +73,6 @@ class RolloutSpec:
         adversaries (the trap first when there are two)."""
         kinds = [k for k in AdversaryKind if k.value in self.adversaries]
         return [ADVERSARY_ACTORS[k] for k in kinds] or ["interlocutor"]
-
-
-@dataclass
-class TurnInProgress:
-    plan: TurnPlan
-    started_at: float
-    attempt: int = 0
-    candidate: Utterance | None = None
-    verdict: Verdict | None = None
-    vary: str | None = None
-    rejected: list[RejectedDraft] = field(default_factory=list)
-    events: list[MonitorEvent] = field(default_factory=list)
-    reply: Utterance | None = None
-    move: AdversaryMove | None = None  # the adversary's, when one answered
-    judged: ProbeOutcome | None = None
-    usage: dict[str, Usage] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    failed: str | None = None  # why this attempt at the turn produced no usable exchange
-
-    def charge(self, role: str, usage: Usage) -> None:
-        add_usage(self.usage, role, usage)
 
 
 class Rollout:
@@ -231,11 +208,11 @@ class Rollout:
             return
         if self.state == "act":
             current.rejected.append(RejectedDraft(current.attempt, candidate.text, verdict.events))
-            current.events += [_as(e, "reprompt") for e in verdict.events]
+            current.events += [with_action(e, "reprompt") for e in verdict.events]
             current.attempt += 1
             current.vary = verdict.vary
         else:
-            current.events += [_as(e, "accepted_after_retries") for e in verdict.events]
+            current.events += [with_action(e, "accepted_after_retries") for e in verdict.events]
 
     async def _observe(self, post: Post) -> None:
         current = self._turn
@@ -291,7 +268,15 @@ class Rollout:
                 self.next_turn()  # type: ignore[attr-defined]  # the same turn, again
             return
         await self._check_trigger(post, current)
-        record = self._complete(current, post.next_id)
+        record = current.record(
+            self._fired,
+            self._pending_emergency,
+            self._consecutive_failures,
+            self._clock(),
+            post.next_id,
+        )
+        for role, usage in current.usage.items():
+            add_usage(self._usage, role, usage)
         self._log.append(record)
         post.tracer.flush()
         self._records.append(record)
@@ -412,46 +397,6 @@ class Rollout:
         if judgement.ok and judgement.parsed.get("met") is True:
             self._fired[window_phase.name] = current.plan.turn
 
-    def _complete(self, current: TurnInProgress, next_id: int) -> TurnRecord:
-        plan = current.plan
-        assert current.candidate is not None and current.reply is not None
-        for role, usage in current.usage.items():
-            add_usage(self._usage, role, usage)
-        ended = self._clock()
-        timings = dict(current.timings)
-        timings["turn_s"] = ended - current.started_at
-        return TurnRecord(
-            turn=plan.turn,
-            phase=plan.phase,
-            phase_index=plan.phase_index,
-            progress=plan.progress,
-            intensities=plan.intensities,
-            levels=plan.levels,
-            injection=plan.injection,
-            persona=current.candidate.text,
-            interlocutor=current.reply.text,
-            reminder=plan.reminder,
-            emergency=plan.emergency,
-            revelations=[f"{r.topic}:{r.variant}" for r in plan.revelations],
-            persona_attempts=current.attempt + 1,
-            rejected=current.rejected,
-            monitor_events=current.events,
-            usage=current.usage,
-            timings=timings,
-            cut_turns={
-                "persona": current.candidate.cut_turns,
-                "interlocutor": current.reply.cut_turns,
-            },
-            fired=dict(self._fired),
-            pending_emergency=self._pending_emergency,
-            failed_attempts=self._consecutive_failures,
-            started_at=current.started_at,
-            ended_at=ended,
-            next_envelope_id=next_id,
-            adversary=current.move,
-            probe_outcome=current.judged,
-        )
-
     def _stop_reason(self) -> tuple[str, str] | None:
         done = len(self._records)
         if done >= self.spec.turns:
@@ -517,22 +462,6 @@ def _judge_line(post: Post, sender: str) -> Callable[[Judge], Awaitable[Judgemen
         return reply
 
     return ask
-
-
-def add_usage(totals: dict[str, Usage], role: str, usage: Usage) -> None:
-    """Add ``usage`` to ``role``'s running total (an unknown cost stays unknown)."""
-    totals[role] = totals[role] + usage if role in totals else usage
-
-
-def _as(event: MonitorEvent, action: str) -> MonitorEvent:
-    return MonitorEvent(
-        monitor=event.monitor,
-        pattern=event.pattern,
-        action=action,
-        detail=event.detail,
-        attempt=event.attempt,
-        values=event.values,
-    )
 
 
 def _describe(exc: BaseException) -> str:
