@@ -1,10 +1,12 @@
 """Framework overhead per turn: a rollout with zero-latency scripted models.
 
     .venv/bin/python benchmarks/bench_rollout_overhead.py [--turns 100] [--repeats 5]
+        [--adversary none|contradiction|helpfulness|both]
 
 With models that answer instantly, everything a turn costs is loom-sim itself: assembling the
-plan, the actors' messages, the machine, the repetition guard, tracing and the turn record.
-Target: at most 2 ms per turn.
+plan, the actors' messages, the machine, the repetition guard, tracing and the turn record —
+and, with an adversary, planning its move (classifier, policy, material), checking its wording
+and asking the judge for the previous probe's verdict. Target: at most 2 ms per turn.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"
 
 
-def one_run(turns: int) -> None:
+def one_run(turns: int, adversary: str = "none") -> None:
     with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
         plan = plan_run(
             CONFIG,
@@ -35,7 +37,9 @@ def one_run(turns: int) -> None:
                 seed=1,
                 persona_model="scripted/varied",
                 target="scripted/varied",
-                judge_model="scripted/echo",
+                judge_model="scripted/judge",
+                adversary=adversary,
+                adversary_model="scripted/varied",
                 output=Path(tmp) / "run",
             ),
         )
@@ -49,10 +53,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--adversary", choices=["none", "contradiction", "helpfulness", "both"], default="none"
+    )
     args = parser.parse_args()
-    one_run(5)  # warm imports and template caches
-    result = median([measure(lambda: one_run(args.turns)) for _ in range(args.repeats)])
-    print(f"rollout of {args.turns} turns, scripted models, median of {args.repeats}:")
+    one_run(5, args.adversary)  # warm imports and template caches
+    result = median(
+        [measure(lambda: one_run(args.turns, args.adversary)) for _ in range(args.repeats)]
+    )
+    print(
+        f"rollout of {args.turns} turns, scripted models, adversary {args.adversary}, "
+        f"median of {args.repeats}:"
+    )
     print(
         f"  {result.wall_s * 1e3 / args.turns:.2f} ms per turn wall, "
         f"{result.cpu_s * 1e3 / args.turns:.2f} ms per turn CPU (target <= 2 ms)"
