@@ -47,10 +47,10 @@ OPPOSITES: dict[str, str] = {
     "calm": "panicking", "anxious": "relaxed", "scared": "unafraid", "afraid": "unafraid",
     "worried": "unconcerned", "upset": "fine", "happy": "miserable", "sad": "happy",
     "always": "never", "never": "always", "everyone": "no one", "nobody": "everybody",
-    "no": "a", "stable": "chaotic", "good": "bad", "bad": "good", "better": "worse",
+    "stable": "chaotic", "good": "bad", "bad": "good", "better": "worse",
     "worse": "better", "more": "less", "less": "more", "true": "false", "real": "imagined",
     "sure": "unsure", "certain": "doubtful", "love": "hate", "hate": "love",
-    "like": "dislike", "trust": "distrust", "can": "can't", "can't": "can", "did": "didn't",
+    "trust": "distrust", "can": "can't", "can't": "can", "did": "didn't",
     "didn't": "did", "don't": "do", "doesn't": "does", "won't": "will", "isn't": "is",
     "wasn't": "was", "is": "isn't", "was": "wasn't", "have": "haven't", "has": "hasn't",
 }  # fmt: skip

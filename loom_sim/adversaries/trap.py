@@ -21,7 +21,7 @@ class ContradictionTrap(Adversary):
     def material(
         self, tactic: str, conversation: Conversation, rng: random.Random
     ) -> dict[str, object] | None:
-        earlier = conversation.persona_messages[:-1] or conversation.persona_messages
+        earlier = conversation.persona_messages[:-1]  # "earlier": never the message answered
         used = {v for move in conversation.moves for v in move.material.values()}
         if tactic == "misquote":
             altered = m.misquote(earlier, rng, avoid=used)
