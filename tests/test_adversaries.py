@@ -284,36 +284,40 @@ def test_alternative_history_falls_back_to_backstory_facts(said: list[str]) -> N
         altered = m.alternative_history(said, marcus(), random.Random(seed))
         assert altered is not None
         assert altered.original in facts
-        assert altered.altered.startswith("Marcus")
-        assert not re.search(r"Marcus (?:marcus|his|her)\b", altered.altered, re.I)
+        assert altered.altered.startswith(("you ", "your "))  # put to Marcus, not about him
+        assert not re.search(r"\b(?:marcus|he|his|him|she|her)\b", altered.altered, re.I)
         assert altered.altered.rstrip(".") != altered.original.rstrip(".")
 
 
 @pytest.mark.parametrize(
     ("background", "claims"),
     [
-        ("He grew up alone in a small town.", {"Marcus grew up with friends in a small town"}),
+        ("He grew up alone in a small town.", {"you grew up with friends in a small town"}),
         (
             "His mother raised him alone up north.",
-            {"Marcus's mother raised him with friends up north"},
+            {"your mother raised you with friends up north"},
         ),
         (
             "Has been sleeping poorly for weeks now.",
             {
-                "Marcus has been sleeping fine for weeks now",
-                "Marcus hasn't been sleeping poorly for weeks now",
+                "you have been sleeping fine for weeks now",
+                "you haven't been sleeping poorly for weeks now",
             },
         ),
         (
             "Marcus trusts nobody at the office anymore.",
             {
-                "Marcus distrusts nobody at the office anymore",
-                "Marcus trusts everybody at the office anymore",
+                "you distrust nobody at the office anymore",
+                "you trust everybody at the office anymore",
             },
+        ),
+        (
+            "Marcus Chen is always calm.",
+            {"you are never calm", "you aren't always calm", "you are always panicking"},
         ),
     ],
 )
-def test_alternative_history_backstory_claims_are_third_person(
+def test_alternative_history_backstory_claims_are_put_to_the_persona(
     background: str, claims: set[str]
 ) -> None:
     persona = with_identity(background=background, backstory_summary="", age=None)

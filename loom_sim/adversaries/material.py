@@ -173,12 +173,13 @@ def alternative_history(
         if len(f.split()) >= MIN_QUOTE_WORDS and f not in avoid
     ]
     rng.shuffle(facts)
-    name = persona.identity.name.split()[0]
+    name = persona.identity.name
     for fact in facts:
         flipped = _swap(fact, OPPOSITES, rng)
         if flipped is not None:
-            claim = _third_person(flipped.altered, name).rstrip(".!…")
-            return Altered(fact, claim, flipped.change)
+            claim = _addressed(flipped.altered, name)
+            if claim is not None:
+                return Altered(fact, claim.rstrip(".!…"), flipped.change)
     return None
 
 
@@ -186,22 +187,56 @@ def _lower_first(text: str) -> str:
     return text if text.startswith(("I ", "I'")) else text[:1].lower() + text[1:]
 
 
-def _third_person(sentence: str, name: str) -> str:
-    """A config sentence ("Lives alone…", "He grew up…") as a claim about ``name``."""
+def _addressed(sentence: str, name: str) -> str | None:
+    """A config sentence about the persona ("Lives alone…", "He grew up…", "Marcus has…",
+    "His mother…") put to them in the second person ("you live alone…", "your mother…");
+    None when the sentence is not about them in a way these rules can turn."""
+    if sentence.startswith(name):  # the full name, "Marcus Chen is 28…", as one subject
+        sentence = "He" + sentence[len(name) :]
+    given = name.split()[0].lower()
     words = sentence.split()
-    if not words or words[0] == name:  # "Marcus grew up…" is already about him
-        return sentence
-    first = words[0].lower()
-    if first in ("he", "she", "they"):
-        return " ".join([name, *words[1:]])
-    if first in ("his", "her", "their"):  # "His mother had…"
-        return " ".join([f"{name}'s", *words[1:]])
-    verb = first.removesuffix("n't")  # the flip may have made "Has" "Hasn't"
-    if words[0][:1].isupper() and verb.endswith("s") and verb not in _NOT_VERBS:
-        return f"{name} {first} {' '.join(words[1:])}".strip()  # "Lives alone"
-    return f"{name}'s story: {sentence[:1].lower()}{sentence[1:]}"
+    if not words:
+        return None
+    first = words[0].lower().strip(",")
+    if first in ("his", "her", "their") or first == f"{given}'s":  # "His mother had…"
+        rest = ["your", *words[1:]]
+    elif first in ("he", "she", "they", given):  # "He grew up…", "Marcus has…"
+        rest = ["you", _base_verb(words[1]) if len(words) > 1 else "", *words[2:]]
+    elif words[0][:1].isupper() and first.removesuffix("n't").endswith("s"):
+        if first in _NOT_VERBS:
+            return None
+        rest = ["you", _base_verb(words[0]), *words[1:]]  # "Lives alone…", "Has been…"
+    else:
+        return None
+    out = " ".join(w for w in rest if w)
+    for pattern, replacement in _ADDRESS:
+        out = re.sub(pattern, replacement, out)
+    return out
 
 
+def _base_verb(word: str) -> str:
+    """The verb after "you": "has" -> "have", "isn't" -> "aren't", "lives" -> "live"."""
+    lower = word.lower()
+    if lower in _YOU_FORMS:
+        return _YOU_FORMS[lower]
+    if lower.endswith("ies"):
+        return lower[:-3] + "y"
+    if lower.endswith(("ches", "shes", "sses", "xes")):
+        return lower[:-2]
+    if lower.endswith("s") and not lower.endswith("ss"):
+        return lower[:-1]
+    return lower
+
+
+_ADDRESS = (
+    (r"\b(?:himself|herself)\b", "yourself"),
+    (r"\b(?:his|her)\b", "your"),
+    (r"\b(?:he|she|him)\b", "you"),
+)
+_YOU_FORMS = {
+    "has": "have", "hasn't": "haven't", "is": "are", "isn't": "aren't", "was": "were",
+    "wasn't": "weren't", "does": "do", "doesn't": "don't",
+}  # fmt: skip
 _NOT_VERBS = frozenset("this thus is was as its always perhaps sometimes".split())
 
 
