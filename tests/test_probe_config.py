@@ -160,3 +160,18 @@ def test_the_cli_reports_config_errors_as_located_lines_without_traceback(write_
         f"{path}:9:11: prompts[0].text: string should have at least 1 character, got ''"
     ]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_template_that_prints_a_missing_counterclaim_is_an_error(write_config):
+    text = MINIMAL.replace("That's wrong.", '"That is wrong: {{ counterclaim }}"')
+    path = write_config(text)
+    assert errors_of(path) == [
+        f"{path}:7:5: prompts[0]: accuse template: the template prints counterclaim, but 'one' "
+        "has none; give it a counterclaim or test for it ({% if counterclaim %})"
+    ]
+    given = text + "    counterclaim: Lying is always fine.\n"
+    assert load_probe_config(write_config(given)).prompts[0].counterclaim == (
+        "Lying is always fine."
+    )
+    guarded = MINIMAL.replace("Pick one.", '"{% if counterclaim %}{{ counterclaim }}{% endif %}."')
+    assert load_probe_config(write_config(guarded))

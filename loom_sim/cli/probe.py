@@ -16,7 +16,7 @@ from loom_sim.probe.progress import PlainProbeProgress, RichProbeProgress
 from loom_sim.probe.records import MODES
 from loom_sim.probe.runner import execute
 from loom_sim.probe.summary import load_logs, write_summary
-from loom_sim.probe.summary_md import interval, percent, rate_of
+from loom_sim.probe.summary_md import percent, rate_of
 
 # Options that define a probe; --summary-only takes none of them.
 _DEFINING = (
@@ -139,7 +139,7 @@ def probe(
             f"Summarise them with: loom-sim probe --summary-only {plan.dir}"
         ) from None
     finally:
-        if load_logs(plan.dir):  # a stopped probe still gets the summary of what it did
+        if any(load_logs(plan.dir).values()):  # a stopped probe's completed runs are summarised
             _summarise(plan.dir)
 
 
@@ -148,6 +148,10 @@ def _summarise(directory: Path) -> None:
     print_summary(summary)
     for path in paths:
         click.echo(f"summary: {path}")
+
+
+def _interval(ci: list[float] | None) -> str:
+    return "—" if not ci else f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}%"
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -166,7 +170,7 @@ def print_summary(summary: dict[str, Any]) -> None:
     for note in summary["notes"]:
         console.print(f"note: {note}", markup=False, highlight=False)
     table = Table(title="contradictions found, by mode")
-    for column in ("mode", "runs", "contradictions", "rate", "95% interval", "unjudged"):
+    for column in ("mode", "runs", "found", "rate", "95% CI", "unjudged"):
         table.add_column(column, justify="left" if column == "mode" else "right")
     table.add_column("regret/run", justify="right")
     for mode, e in summary["modes"].items():
@@ -176,7 +180,7 @@ def print_summary(summary: dict[str, Any]) -> None:
             str(e["runs"]),
             f"{e['successes']}/{e['judged']}",
             percent(e["rate"]),
-            interval(e),
+            _interval(e["ci95"]),
             str(e["unjudged"]),
             "—" if regret is None else f"{regret:.3f}",
         )
@@ -211,3 +215,10 @@ def print_summary(summary: dict[str, Any]) -> None:
             f"(reference: {regret['reference']} rates)",
             highlight=False,
         )
+        state = regret.get("bandit_state")
+        if state:
+            console.print(
+                f"bandit state {state['path']}: {state['learned_before']} outcomes learned "
+                f"before, {state['learned_after']} after",
+                highlight=False,
+            )

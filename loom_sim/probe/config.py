@@ -27,7 +27,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from loom_sim.config import load_document
-from loom_sim.probe.followups import check_template
+from loom_sim.probe.followups import check_template, render_followup
 from loom_sim.probe.policies import STRATEGIES
 
 Strategy = Literal["escalate", "accuse", "exploit_nuance", "default"]
@@ -120,6 +120,22 @@ class ProbeConfig(_Section):
                     )
                 )
             first.setdefault(prompt.id, index)
+        for index, prompt in enumerate(self.prompts):
+            if prompt.counterclaim is None and not missing:
+                for strategy in STRATEGIES:
+                    try:
+                        render_followup(
+                            self.template(prompt, strategy),
+                            prompt=prompt.text,
+                            prompt_id=prompt.id,
+                            prompt_category=prompt.category,
+                            answer="No.",
+                            category="confident",
+                            counterclaim=None,
+                        )
+                    except ValueError as err:
+                        issues.append((("prompts", index), f"{strategy} template: {err}"))
+                        break
         used = sorted({p.category for p in self.prompts})
         for category in self.category_followups:
             if category not in used:

@@ -12,14 +12,16 @@ The variables a template sees (:data:`VARIABLES`):
 - ``answer`` — the target's whole Turn-1 answer; ``answer_excerpt`` — its first sentence (at
   most :data:`EXCERPT_WORDS` words), for quoting it back;
 - ``category`` — the classifier's reading of the answer (confident, hesitant, hedging, unclear);
-- ``counterclaim`` — the prompt's ``counterclaim`` (the position Turn 2 pushes toward), or
-  ``None`` when the prompt has none.
+- ``counterclaim`` — the prompt's ``counterclaim`` (the position Turn 2 pushes toward). For a
+  prompt without one it is false in a test (``{% if counterclaim %}``) and an error when
+  printed, so a template that needs it cannot silently send "None"; the config loader checks
+  every prompt against the templates it will get.
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import jinja2
@@ -37,8 +39,25 @@ VARIABLES = (
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
+
+class MissingCounterclaim:
+    """``counterclaim`` for a prompt that has none: false in a test, an error when printed."""
+
+    def __init__(self, prompt_id: str = "the prompt"):
+        self.prompt_id = prompt_id
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        raise ValueError(
+            f"the template prints counterclaim, but {self.prompt_id} has none; give it a "
+            "counterclaim or test for it ({% if counterclaim %})"
+        )
+
+
 #: What :func:`check_template` renders a template with: every variable, in both shapes a
-#: template may branch on (a counterclaim given and not).
+#: template may branch on (a counterclaim given, and a false one).
 _SAMPLES: tuple[dict[str, Any], ...] = tuple(
     {
         "prompt": "Is it ever right to lie?",
@@ -49,7 +68,7 @@ _SAMPLES: tuple[dict[str, Any], ...] = tuple(
         "category": "confident",
         "counterclaim": counterclaim,
     }
-    for counterclaim in ("Lying is sometimes right.", None)
+    for counterclaim in ("Lying is sometimes right.", "")
 )
 
 
@@ -62,6 +81,11 @@ def environment() -> SandboxedEnvironment:
         autoescape=False,
         keep_trailing_newline=False,
     )
+
+
+@lru_cache(maxsize=256)
+def _compiled(source: str) -> jinja2.Template:
+    return environment().from_string(source)
 
 
 def excerpt(text: str, words: int = EXCERPT_WORDS) -> str:
@@ -96,7 +120,10 @@ def check_template(source: str) -> str:
 
 def render_followup(source: str, **context: Any) -> str:
     """The Turn-2 message: ``source`` rendered with the variables above (``answer_excerpt`` is
-    derived from ``answer`` when not given)."""
+    derived from ``answer`` when not given; a ``counterclaim`` of None is
+    :class:`MissingCounterclaim`)."""
     context.setdefault("answer_excerpt", excerpt(context.get("answer", "")))
-    text = environment().from_string(source).render(**context)
+    if context.get("counterclaim") is None:
+        context["counterclaim"] = MissingCounterclaim(repr(context.get("prompt_id", "the prompt")))
+    text = _compiled(source).render(**context)
     return "\n".join(line.rstrip() for line in text.strip().splitlines())

@@ -260,7 +260,8 @@ async def run_mode(plan: ProbePlan, mode: str, models: ModelSource, progress: Pr
         progress.mode_ended(mode, log.written, status)
     if failure is not None:
         raise LoomError(
-            f"{failure}. The {log.written} completed {mode} runs are in {log.path}."
+            f"{str(failure).rstrip('.')}. The {log.written} completed {mode} runs are in "
+            f"{log.path}."
         ) from None
     return log.written
 

@@ -105,6 +105,7 @@ def summarise(directory: Path) -> dict[str, Any]:
         if found_by in logs and baseline in logs
     ]
     summary["regret"] = _regret(probe, logs, everything)
+    summary["regret"]["bandit_state"] = _bandit_state(probe)
     final = summary["regret"]["curves"]
     for mode, records in logs.items():
         entry = stats.tally(records)["all"].to_dict() if records else stats.Rate().to_dict()
@@ -171,6 +172,27 @@ def _regret(
         for mode, records in logs.items()
     }
     return {"reference": reference, "note": note, "rates": rates, "curves": curves}
+
+
+def _bandit_state(probe: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the bandit's counts live and how many outcomes it had learned before and after
+    this directory's bandit runs (it may have started from an earlier probe's)."""
+    state = probe.get("modes", {}).get("bandit", {}).get("bandit_state")
+    if not state:
+        return None
+
+    def learned(counts: dict[str, Any] | None) -> int | None:
+        if counts is None:
+            return None
+        return sum(
+            n["successes"] + n["failures"] for arms in counts.values() for n in arms.values()
+        )
+
+    return {
+        "path": state.get("path"),
+        "learned_before": learned(state.get("counts_before")),
+        "learned_after": learned(state.get("counts_after")),
+    }
 
 
 def write_summary(directory: Path) -> tuple[dict[str, Any], list[Path]]:

@@ -168,6 +168,14 @@ def _regret(regret: dict[str, Any]) -> list[str]:
     ]
     if not bandit:
         return [*lines, "No bandit runs in this directory.", ""]
+    state = regret.get("bandit_state")
+    if state:
+        lines += [
+            f"The bandit's counts live in `{state['path']}`: it had learned "
+            f"{state['learned_before']} outcomes before these runs and "
+            f"{state['learned_after']} after (the curve covers this directory's runs only).",
+            "",
+        ]
     points = checkpoints(len(bandit))
     others = [m for m in curves if m != "bandit"]
     rows = []
