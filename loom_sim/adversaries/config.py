@@ -14,6 +14,7 @@ Each tactic has two texts, both Jinja templates over the move's material:
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
@@ -223,7 +224,13 @@ class AdversaryConfig(Section):
 
 
 def render(template: str, /, **context: object) -> str:
-    return _ENV.from_string(template).render(**context).strip()
+    return _compiled(template).render(**context).strip()
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(template: str) -> jinja2.Template:
+    """Compiling a template costs far more than rendering it; a rollout renders the same few."""
+    return _ENV.from_string(template)
 
 
 def load_adversary(path: str | Path, kind: AdversaryKind | None = None) -> AdversaryConfig:
