@@ -161,7 +161,24 @@ def render_turn(record: TurnRecord) -> RenderableType:
         line.append(f"  ({patterns})", "yellow")
         grid.add_row(Text(f"rejected #{draft.attempt}", "yellow"), line)
     grid.add_row(Text("persona", "bold cyan"), Text(record.persona))
-    grid.add_row(Text("interlocutor", "bold green"), Text(record.interlocutor))
+    outcome = record.probe_outcome
+    if outcome is not None:  # the verdict on an earlier probe, reported with this turn
+        verdict = {True: "caught", False: "held", None: "not judged"}[outcome.caught]
+        line = Text(
+            f"turn {outcome.turn} {outcome.tactic}: {verdict}", "red" if outcome.caught else ""
+        )
+        if outcome.evidence or outcome.error:
+            line.append(f" — {outcome.evidence or outcome.error}", "dim")
+        grid.add_row(Text("verdict", "magenta"), line)
+    move = record.adversary
+    if move is None:
+        grid.add_row(Text("interlocutor", "bold green"), Text(record.interlocutor))
+    else:
+        grid.add_row(Text(f"{move.adversary}", "bold red"), Text(record.interlocutor))
+        how = Text(f"{move.tactic} ({move.policy}", "red")
+        how.append(", template)" if move.composed == "template" else ")", "red")
+        how.append(f" {move.rationale}", "dim")
+        grid.add_row(Text("tactic", "red"), how)
     for event in record.monitor_events:
         grid.add_row(Text("monitor", "magenta"), _event(event))
     if record.scores:
