@@ -8,6 +8,7 @@ reproducible and testable without a model; the adversary actor then has the move
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from loom_sim.adversaries.config import AdversaryConfig, render
@@ -34,7 +35,7 @@ class Conversation:
     moves: list[AdversaryMove] = field(default_factory=list)  # this adversary's, oldest first
 
 
-class Adversary:
+class Adversary(ABC):
     """Base of the trap and the coaxer: tactic choice by policy, availability, rendering."""
 
     kind = ""
@@ -115,11 +116,11 @@ class Adversary:
 
     # ─── what subclasses supply ────────────────────────────────────────────
 
+    @abstractmethod
     def material(
         self, tactic: str, conversation: Conversation, rng: random.Random
     ) -> dict[str, object] | None:
         """What ``tactic`` is built from, or None when it has nothing to work with yet."""
-        raise NotImplementedError
 
     def context(self, conversation: Conversation) -> dict[str, object]:
         """What every template of this adversary may use."""

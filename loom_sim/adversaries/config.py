@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 import jinja2
-from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic import Field, field_validator, model_validator
 
-from loom_sim.config.loader import load_document
+from loom_sim.config.loader import field_errors, load_document
 from loom_sim.config.models import Section
 from loom_sim.probe.classifier import CATEGORIES
 
@@ -196,17 +195,7 @@ class AdversaryConfig(Section):
         if self.policy == "weighted" and not any(t.weight > 0 for t in self.tactics.values()):
             issues.append((("tactics",), "the weighted policy needs a tactic with weight > 0"))
         if issues:
-            raise ValidationError.from_exception_data(
-                type(self).__name__,
-                [
-                    InitErrorDetails(
-                        type=PydanticCustomError("value_error", "{message}", {"message": m}),
-                        loc=loc,
-                        input=None,
-                    )
-                    for loc, m in issues
-                ],
-            )
+            raise field_errors(type(self).__name__, issues)
         return self
 
     @property

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from loom_sim.config.errors import ConfigError, Issue, Loc
 from loom_sim.config.models import (
@@ -93,6 +94,23 @@ def parse_document(text: str, source: str, model: type[M], what: str) -> M:
     if issues:
         raise ConfigError(source, _dedupe(issues))
     return document
+
+
+def field_errors(model: str, issues: list[tuple[Loc, str]]) -> ValidationError:
+    """Cross-field problems found in a model validator, as one pydantic error per field: the
+    loader then places each at its own ``file:line:col`` instead of all at the model's start.
+    Raise it from the validator: ``raise field_errors(type(self).__name__, issues)``."""
+    return ValidationError.from_exception_data(
+        model,
+        [
+            InitErrorDetails(
+                type=PydanticCustomError("value_error", "{message}", {"message": message}),
+                loc=loc,
+                input=None,
+            )
+            for loc, message in issues
+        ],
+    )
 
 
 def _valid_sections(data: dict[str, Any]) -> Sections:

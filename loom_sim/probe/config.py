@@ -21,12 +21,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from loom_sim.config import load_document
+from loom_sim.config.loader import field_errors
 from loom_sim.probe.followups import check_template, render_followup
 from loom_sim.probe.policies import STRATEGIES
 
@@ -147,17 +146,7 @@ class ProbeConfig(_Section):
                     )
                 )
         if issues:
-            raise ValidationError.from_exception_data(
-                type(self).__name__,
-                [
-                    InitErrorDetails(
-                        type=PydanticCustomError("value_error", "{message}", {"message": m}),
-                        loc=loc,
-                        input=None,
-                    )
-                    for loc, m in issues
-                ],
-            )
+            raise field_errors(type(self).__name__, issues)
         return self
 
     def template(self, prompt: ProbePrompt, strategy: str) -> str:

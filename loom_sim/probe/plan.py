@@ -36,7 +36,7 @@ from loom_sim.probe.stand_ins import (
     TURN1_ANSWERS,
     detect_strategy,
 )
-from loom_sim.runtime.artifacts import config_hash, write_json
+from loom_sim.runtime.artifacts import config_hash, unique_dir, write_json
 from loom_sim.runtime.run import redact_url, versions
 
 PROBE_FILE = "probe.json"
@@ -223,12 +223,7 @@ def read_probe_file(directory: Path) -> dict[str, Any]:
 
 
 def _new_dir(root: Path, stem: str, stamp: datetime) -> Path:
-    base = root / f"probe-{stem}-{stamp.strftime('%Y%m%dT%H%M%SZ')}"
-    path, n = base, 1
-    while path.exists():  # two probes in the same second
-        n += 1
-        path = base.with_name(f"{base.name}-{n}")
-    return path
+    return unique_dir(root / f"probe-{stem}-{stamp.strftime('%Y%m%dT%H%M%SZ')}")
 
 
 def _previous(directory: Path) -> dict[str, Any] | None:

@@ -41,9 +41,13 @@ def config_hash(config_data: dict[str, Any]) -> str:
 
 def new_run_dir(root: Path, config_stem: str, config_data: dict[str, Any]) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = root / f"{config_stem}-{config_hash(config_data)[:8]}-{stamp}"
+    return unique_dir(root / f"{config_stem}-{config_hash(config_data)[:8]}-{stamp}")
+
+
+def unique_dir(base: Path) -> Path:
+    """``base``, or ``base-2``, ``base-3``... when two runs start in the same second."""
     path, n = base, 1
-    while path.exists():  # two runs in the same second
+    while path.exists():
         n += 1
         path = base.with_name(f"{base.name}-{n}")
     return path
