@@ -19,10 +19,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
+from loom_sim.actors.base import Actor
 
 from loom_sim.adversaries import Adversary, Conversation, PlannedMove
 from loom_sim.adversaries.config import render
 from loom_sim.adversaries.wording import carries
+from loom_sim.judging.rubrics import PROBE_OUTCOME_SCHEMA, probe_outcome_rubric
 from loom_sim.messages import (
     AdversaryMove,
     Body,
@@ -35,10 +37,8 @@ from loom_sim.messages import (
     WindowTurn,
 )
 from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest, Usage
-from loom_sim.runtime.actor import Actor
-from loom_sim.runtime.records import TurnRecord
-from loom_sim.runtime.seeds import SeedSource
-from loom_sim.scoring.rubrics import PROBE_OUTCOME_SCHEMA, probe_outcome_rubric
+from loom_sim.seeds import SeedSource
+from loom_sim.store.records import TurnRecord
 
 JudgeLine = Callable[[Judge], Awaitable[Judgement]]  # the rollout's judge, by request
 JUDGE_WINDOW = 3  # exchanges the judge sees up to the probe, then the answer

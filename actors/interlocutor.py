@@ -7,11 +7,12 @@ line is part of that prompt, so its history still starts with the user as chat A
 
 from __future__ import annotations
 
+from loom_sim.actors.base import Actor
+from loom_sim.actors.history import Generation, History
+
 from loom_sim.messages import Body, Respond, Utterance
 from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest
-from loom_sim.runtime.actor import Actor
-from loom_sim.runtime.history import Generation, History
-from loom_sim.runtime.seeds import SeedSource
+from loom_sim.seeds import SeedSource
 
 
 class InterlocutorActor(Actor):

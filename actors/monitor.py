@@ -12,15 +12,15 @@ import string
 from collections import deque
 
 import trio
+from loom_sim.actors.base import Actor
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
-from loom_sim.config.models import LoomConfig
+from loom_sim.config.spec import LoomConfig
 from loom_sim.messages import Body, CheckCandidate, MonitorEvent, Observation, Observe, Verdict
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
-from loom_sim.monitors.stagnation import StagnationMonitor, Trigger
-from loom_sim.runtime.actor import Actor
-from loom_sim.runtime.records import TurnRecord
 from loom_sim.signals.embedding import load_backend
+from loom_sim.signals.stagnation import StagnationMonitor, Trigger
+from loom_sim.store.records import TurnRecord
 
 STAGNATION_MONITORS = ("stagnation", "convergence")
 

@@ -11,11 +11,12 @@ one system message and strictly alternating turns.
 
 from __future__ import annotations
 
+from loom_sim.actors.base import Actor
+from loom_sim.actors.history import Generation, History
+
 from loom_sim.messages import Body, Heard, Speak, Utterance
 from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest
-from loom_sim.runtime.actor import Actor
-from loom_sim.runtime.history import Generation, History
-from loom_sim.runtime.seeds import SeedSource
+from loom_sim.seeds import SeedSource
 
 CONVERSATION_START = "[The conversation starts now. Write your first message.]"
 

@@ -23,9 +23,9 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import peak_rss_mib
 
-from loom_sim.config.models import StagnationDetectionSpec
-from loom_sim.monitors.stagnation import StagnationMonitor
+from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.signals.embedding import load_backend
+from loom_sim.signals.stagnation import StagnationMonitor
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "psychosis-bench-2.0" / "results"

@@ -8,11 +8,11 @@ import trio
 
 from loom_sim.adversaries.config import AdversaryConfig
 from loom_sim.config import LoomConfig
-from loom_sim.runtime.artifacts import RolloutFiles
 from loom_sim.runtime.budget import RunBudget
 from loom_sim.runtime.progress import NullProgress
 from loom_sim.runtime.registry import ActorRegistry
 from loom_sim.runtime.rollout import Rollout, RolloutSpec
+from loom_sim.store.artifacts import RolloutFiles
 from tests.fakes import FakeModel, echo_interlocutor, varied_persona
 
 

@@ -17,8 +17,9 @@ from loom_sim.assembler.turns import Assembler
 from loom_sim.config import load_config
 from loom_sim.messages import MonitorEvent
 from loom_sim.models.base import Usage
-from loom_sim.runtime.artifacts import RolloutFiles, rollout_dir, write_json
-from loom_sim.runtime.records import (
+from loom_sim.scoring.engine import SCORERS
+from loom_sim.store.artifacts import RolloutFiles, rollout_dir, write_json
+from loom_sim.store.records import (
     Aggregate,
     Flag,
     RejectedDraft,
@@ -27,7 +28,6 @@ from loom_sim.runtime.records import (
     Transcript,
     TurnRecord,
 )
-from loom_sim.scoring.engine import SCORERS
 
 MANIA = Path(__file__).resolve().parent.parent / "configs" / "examples" / "mania_patient.yaml"
 LOOP_THRESHOLD = 0.7

@@ -33,9 +33,9 @@ from loom_sim.adversaries import material as m
 from loom_sim.adversaries.coaxer import REGISTERS
 from loom_sim.config import load_config
 from loom_sim.config.errors import ConfigError
-from loom_sim.config.models import PersonaSpec
+from loom_sim.config.spec import PersonaSpec
 from loom_sim.messages import AdversaryMove
-from loom_sim.probe.classifier import CATEGORIES, classify
+from loom_sim.strategies.classifier import CATEGORIES, classify
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAP_PATH = ROOT / "configs" / "adversaries" / "contradiction.yaml"

@@ -19,7 +19,7 @@ from loom_sim.adversaries.config import (
 from loom_sim.cli import cli
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.models.base import ModelRequest
-from loom_sim.probe.classifier import CATEGORIES
+from loom_sim.strategies.classifier import CATEGORIES
 from tests.fakes import turn_of
 from tests.harness import fakes, run_rollout
 

@@ -9,7 +9,7 @@ import pytest
 from loom_sim.assembler import Assembler, PromptBlocks
 from loom_sim.assembler.prompt_builder import choose_variant
 from loom_sim.config import load_config
-from loom_sim.config.models import RevelationSpec
+from loom_sim.config.spec import RevelationSpec
 from tests.factories import build, minimal
 
 MANIA = Path(__file__).parent.parent / "configs" / "examples" / "mania_patient.yaml"

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from loom_sim.cli import cli
-from loom_sim.config.schema import json_schema
+from loom_sim.config.json_schema import json_schema
 
 LOOM_SIM = Path(sys.executable).parent / "loom-sim"
 

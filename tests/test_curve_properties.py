@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loom_sim.assembler import Assembler, IntensityResolver
-from loom_sim.config.models import LoomConfig
+from loom_sim.config.spec import LoomConfig
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 

@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 from loom_sim.assembler import TEMPLATE_VERSION, Assembler
-from loom_sim.assembler.templates import template_digest
+from loom_sim.assembler.rendering import template_digest
 from loom_sim.config import load_config
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -81,7 +81,7 @@ def test_template_changes_bump_the_version(config_path: Path):
     if golden["template_digest"] != template_digest():
         assert golden["template_version"] != TEMPLATE_VERSION, (
             "the templates changed but TEMPLATE_VERSION did not: bump it in "
-            "loom_sim/assembler/templates.py, then regenerate the goldens"
+            "loom_sim/assembler/rendering.py, then regenerate the goldens"
         )
 
 

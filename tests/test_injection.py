@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loom_sim.assembler import Assembler, InjectionKind, InjectionScheduler
-from loom_sim.config.models import InjectionSpec
+from loom_sim.config.spec import InjectionSpec
 from tests.factories import build, minimal
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from loom_sim.actors.judge import JudgeActor
 
 from loom_sim.messages import Judge, Judgement, WindowTurn
-from loom_sim.runtime.seeds import SeedSource
+from loom_sim.seeds import SeedSource
 from tests.fakes import FakeModel
 
 SCHEMA = {

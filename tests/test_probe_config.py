@@ -11,8 +11,8 @@ from loom_sim.config import ConfigError
 from loom_sim.probe.config import load_probe_config
 from loom_sim.probe.followups import excerpt, render_followup
 from loom_sim.probe.plan import known_rates
-from loom_sim.probe.policies import STRATEGIES
 from loom_sim.probe.stand_ins import JUDGE_SPEC, TARGET_SPEC, TRUE_RATES
+from loom_sim.strategies.policies import STRATEGIES
 
 SHIPPED = sorted(PROBES.glob("*.yaml"))
 MINIMAL = """\

@@ -19,10 +19,10 @@ from loom_sim.errors import LoomError
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.retry import RetryPolicy
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.probe.classifier import CATEGORIES
-from loom_sim.probe.policies import ADAPTIVE_MAPPING, STRATEGIES
 from loom_sim.probe.stand_ins import StandInTarget
-from loom_sim.runtime.seeds import derive_seed
+from loom_sim.seeds import derive_seed
+from loom_sim.strategies.classifier import CATEGORIES
+from loom_sim.strategies.policies import ADAPTIVE_MAPPING, STRATEGIES
 from loom_sim.testing.fake_openai import FakeOpenAIServer
 
 RECORD_FIELDS = {

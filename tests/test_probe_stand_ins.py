@@ -8,12 +8,12 @@ import random
 import pytest
 from probe_support import PROBES
 
+from loom_sim.judging import contradiction
+from loom_sim.judging.fence import fence
 from loom_sim.messages import WindowTurn
 from loom_sim.models.base import ChatMessage, ModelRequest
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.probe import contradiction
-from loom_sim.probe.classifier import CATEGORIES, classify
 from loom_sim.probe.config import load_probe_config
 from loom_sim.probe.stand_ins import (
     HOLDS,
@@ -25,7 +25,7 @@ from loom_sim.probe.stand_ins import (
     find_reversal,
     judge_reply,
 )
-from loom_sim.scoring.rubrics import fence
+from loom_sim.strategies.classifier import CATEGORIES, classify
 
 PROMPTS = [p for path in sorted(PROBES.glob("*.yaml")) for p in load_probe_config(path).prompts]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loom_sim.config.models import RepetitionDetectionSpec
+from loom_sim.config.spec import RepetitionDetectionSpec
 from loom_sim.monitors.repetition import (
     RepetitionGuard,
     ends_with_question,

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from loom_sim.cli import cli
 from loom_sim.report import build_report, write_report
-from loom_sim.report.model import EMBEDDED_NOTICE
-from loom_sim.runtime.artifacts import RolloutFiles, rollout_dir
+from loom_sim.report.data import EMBEDDED_NOTICE
+from loom_sim.store.artifacts import RolloutFiles, rollout_dir
 from tests.scored_runs import SCORERS, loop_similarity, make_run
 
 PHASES = ["rapport", "disclosure", "escalation", "crisis", "plateau"]

@@ -7,10 +7,10 @@ from pathlib import Path
 import msgspec
 import pytest
 import trio
+from loom_sim.actors.base import Actor
 
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.messages import Body, Respond, Utterance
-from loom_sim.runtime.actor import Actor
 from loom_sim.runtime.budget import RunBudget
 from loom_sim.runtime.progress import NullProgress
 from loom_sim.runtime.rollout import Rollout

@@ -14,8 +14,8 @@ import yaml
 from helpers import DELETE, edit, get
 
 from loom_sim.config import ConfigError, Issue, LoomConfig, load_config, parse_config
-from loom_sim.config.models import BannedPattern, LinearCurve, SigmoidCurve
-from loom_sim.config.schema import json_schema
+from loom_sim.config.json_schema import json_schema
+from loom_sim.config.spec import BannedPattern, LinearCurve, SigmoidCurve
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "configs" / "examples").glob("*.yaml"))
 

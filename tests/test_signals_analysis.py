@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from loom_sim.cli import cli
-from loom_sim.config.models import StagnationDetectionSpec
+from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.interop.psychosis_bench import load_transcript
 from loom_sim.signals.analysis import analyze, content_words
 from loom_sim.signals.embedding import load_backend
@@ -50,7 +50,7 @@ def test_varied_conversation_has_no_span(backend):
 
 
 def test_analysis_replays_exactly_what_the_monitor_measured():
-    from loom_sim.monitors.stagnation import StagnationMonitor
+    from loom_sim.signals.stagnation import StagnationMonitor
 
     backend = load_backend("embedding")
     spec = StagnationDetectionSpec()

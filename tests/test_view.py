@@ -12,7 +12,7 @@ from rich.console import Console
 
 from loom_sim.cli import cli
 from loom_sim.cli.view import parse_turns
-from loom_sim.runtime.artifacts import RolloutFiles, rollout_dir
+from loom_sim.store.artifacts import RolloutFiles, rollout_dir
 from tests.scored_runs import make_run
 
 WIDE = {"COLUMNS": "200"}  # no wrapping inside the texts the tests look for

@@ -12,10 +12,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from loom_sim.adversaries.config import AdversaryConfig, render
-from loom_sim.config.models import PersonaSpec
+from loom_sim.config.spec import PersonaSpec
 from loom_sim.messages import AdversaryMove
-from loom_sim.probe.classifier import classify
-from loom_sim.probe.policies import AdaptivePolicy, BanditPolicy
+from loom_sim.strategies.classifier import classify
+from loom_sim.strategies.policies import AdaptivePolicy, BanditPolicy
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ import jinja2
 from pydantic import Field, field_validator, model_validator
 
 from loom_sim.config.loader import field_errors, load_document
-from loom_sim.config.models import Section
-from loom_sim.probe.classifier import CATEGORIES
+from loom_sim.config.spec import Section
+from loom_sim.strategies.classifier import CATEGORIES
 
 CONTRADICTION_TACTICS = (
     "misquote",

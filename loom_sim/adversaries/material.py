@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from loom_sim.config.models import PersonaSpec
+from loom_sim.config.spec import PersonaSpec
 
 MIN_QUOTE_WORDS = 5
 MAX_QUOTE_WORDS = 30

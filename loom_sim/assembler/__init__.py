@@ -4,7 +4,7 @@ from loom_sim.assembler.injection import InjectionKind, InjectionScheduler
 from loom_sim.assembler.intensity import IntensityResolver, level_of
 from loom_sim.assembler.phases import PhaseSchedule, PhaseWindow
 from loom_sim.assembler.prompt_builder import PromptBlocks, PromptBuilder, RevelationChoice
-from loom_sim.assembler.templates import TEMPLATE_VERSION
+from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.assembler.turns import Assembler, TurnPlan
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from loom_sim.config.models import InjectionSpec
+from loom_sim.config.spec import InjectionSpec
 
 
 class InjectionKind(StrEnum):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from loom_sim.config.models import (
+from loom_sim.config.spec import (
     CustomCurve,
     DelayedRampCurve,
     DimensionSpec,

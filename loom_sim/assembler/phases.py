@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from loom_sim.config.models import LoomConfig, PctEnd, PhaseSpec, TriggerEnd, TurnEnd
+from loom_sim.config.spec import LoomConfig, PctEnd, PhaseSpec, TriggerEnd, TurnEnd
 
 # Guards ceil() against products like 0.7 * 10 = 7.000000000000001.
 _EPS = 1e-9

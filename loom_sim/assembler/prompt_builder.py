@@ -13,8 +13,8 @@ import msgspec
 
 from loom_sim.assembler.intensity import level_of
 from loom_sim.assembler.phases import PhaseWindow
-from loom_sim.assembler.templates import render
-from loom_sim.config.models import LoomConfig, ResistanceLevel, RevelationSpec
+from loom_sim.assembler.rendering import render
+from loom_sim.config.spec import LoomConfig, ResistanceLevel, RevelationSpec
 
 VARIANTS = ("subtle", "moderate", "direct")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from loom_sim.assembler.prompt_builder import RevelationChoice, choose_variant
-from loom_sim.config.models import LoomConfig, RevelationSpec
+from loom_sim.config.spec import LoomConfig, RevelationSpec
 
 FALLBACK = "something about your situation that you have not told them yet"
 _WORD = re.compile(r"[a-z][a-z']{3,}")  # content-ish words: four letters or more

@@ -16,8 +16,8 @@ from loom_sim.assembler.injection import InjectionKind, InjectionScheduler
 from loom_sim.assembler.intensity import IntensityResolver, level_of
 from loom_sim.assembler.phases import PhaseSchedule, PhaseWindow
 from loom_sim.assembler.prompt_builder import PromptBlocks, PromptBuilder, RevelationChoice
-from loom_sim.assembler.templates import TEMPLATE_VERSION
-from loom_sim.config.models import LoomConfig, TrajectoryMode
+from loom_sim.assembler.rendering import TEMPLATE_VERSION
+from loom_sim.config.spec import LoomConfig, TrajectoryMode
 from loom_sim.errors import LoomError
 
 

@@ -6,7 +6,7 @@ import click
 import msgspec
 
 from loom_sim.assembler import Assembler, InjectionKind, TurnPlan
-from loom_sim.assembler.templates import TEMPLATE_VERSION
+from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import load_config
 
 

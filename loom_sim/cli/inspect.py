@@ -11,8 +11,8 @@ import msgspec
 
 from loom_sim.errors import LoomError
 from loom_sim.machines import rollout as rollout_machine
-from loom_sim.runtime.artifacts import TRACE_FILE
-from loom_sim.runtime.trace import read_trace, summarize
+from loom_sim.store.artifacts import TRACE_FILE
+from loom_sim.store.trace import read_trace, summarize
 
 MACHINES = {"rollout": rollout_machine}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from loom_sim.errors import LoomError
-from loom_sim.runtime.artifacts import RUN_FILE, TRANSCRIPT_FILE
+from loom_sim.store.artifacts import RUN_FILE, TRANSCRIPT_FILE
 
 
 @click.command()

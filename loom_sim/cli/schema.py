@@ -6,7 +6,7 @@ import json
 
 import click
 
-from loom_sim.config.schema import json_schema
+from loom_sim.config.json_schema import json_schema
 
 
 @click.command()

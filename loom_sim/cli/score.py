@@ -8,9 +8,9 @@ import click
 import trio
 
 from loom_sim.config import LoomConfig
-from loom_sim.runtime.artifacts import read_run_file
 from loom_sim.runtime.run import hub_for
 from loom_sim.scoring.engine import ScoreOptions, score_run
+from loom_sim.store.artifacts import read_run_file
 
 
 def score_directory(

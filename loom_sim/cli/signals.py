@@ -11,12 +11,12 @@ from pathlib import Path
 
 import click
 
-from loom_sim.config.models import StagnationDetectionSpec
+from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.errors import LoomError
 from loom_sim.interop.psychosis_bench import is_bench_transcript, load_transcript
-from loom_sim.runtime.artifacts import TRANSCRIPT_FILE
 from loom_sim.signals.analysis import Analysis, analyze
 from loom_sim.signals.embedding import load_backend
+from loom_sim.store.artifacts import TRANSCRIPT_FILE
 
 
 @dataclass

@@ -22,15 +22,15 @@ from rich.table import Table
 from rich.text import Text
 
 from loom_sim.errors import LoomError
-from loom_sim.report.model import (
+from loom_sim.report.data import (
     EMBEDDED_JUDGE,
     EMBEDDED_NOTICE,
     SCORER_ORDER,
     load_transcript,
     partial_transcript,
 )
-from loom_sim.runtime.artifacts import RUN_FILE, TRANSCRIPT_FILE, TURNS_FILE, read_run_file
-from loom_sim.runtime.records import Transcript, TurnRecord
+from loom_sim.store.artifacts import RUN_FILE, TRANSCRIPT_FILE, TURNS_FILE, read_run_file
+from loom_sim.store.records import Transcript, TurnRecord
 
 PAGE_AFTER = 10  # more turns than this on a terminal go through the pager
 _SLICE = re.compile(r"^\s*(-?\d+)?\s*(?::\s*(-?\d+)?\s*)?$")

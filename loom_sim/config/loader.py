@@ -17,13 +17,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from loom_sim.config.errors import ConfigError, Issue, Loc
-from loom_sim.config.models import (
+from loom_sim.config.rules import Sections, check, check_sections
+from loom_sim.config.spec import (
     InteractionSpec,
     LoomConfig,
     SafetySpec,
     TrajectorySpec,
 )
-from loom_sim.config.rules import Sections, check, check_sections
 from loom_sim.config.yaml_source import YamlSource, parse_yaml, read_text
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from loom_sim.config.models import LoomConfig
+from loom_sim.config.spec import LoomConfig
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (scripts/gen-docs) -->"
 END = "<!-- END GENERATED REFERENCE -->"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from loom_sim.config.errors import Issue
-from loom_sim.config.models import (
+from loom_sim.config.spec import (
     CustomCurve,
     DimensionSpec,
     InteractionSpec,

@@ -17,16 +17,16 @@ from typing import Any
 
 from loom_sim import __version__
 from loom_sim.assembler.intensity import level_of
-from loom_sim.assembler.templates import TEMPLATE_VERSION
+from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig
-from loom_sim.config.models import CURRENT_SCHEMA_VERSION
+from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
 from loom_sim.errors import LoomError
 from loom_sim.interop.psychosis_bench import BenchTranscript, load_transcript
+from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.base import Usage
-from loom_sim.runtime.artifacts import RolloutFiles, config_hash, rollout_dir, write_json
-from loom_sim.runtime.records import Transcript, TurnRecord
 from loom_sim.runtime.run import DEFAULT_MODEL, versions
-from loom_sim.scoring.rubrics import RUBRIC_VERSION
+from loom_sim.store.artifacts import RolloutFiles, config_hash, rollout_dir, write_json
+from loom_sim.store.records import Transcript, TurnRecord
 
 IMPORTED = "imported"  # the provider part of a model that cannot be called again
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from loom_sim.config.models import CURRENT_SCHEMA_VERSION
+from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
 from loom_sim.errors import LoomError
 
 SCHEMA_LINE = "# yaml-language-server: $schema=../../docs/loom-sim.schema.json"

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loom_sim.config.models import RepetitionDetectionSpec, StructuralPattern
+from loom_sim.config.spec import RepetitionDetectionSpec, StructuralPattern
 
 _GRATITUDE = re.compile(
     r"\b(thank(s| you)|i (really )?appreciate|grateful|appreciate (it|that|you))\b", re.IGNORECASE

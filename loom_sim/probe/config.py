@@ -27,7 +27,7 @@ from pydantic import (
 from loom_sim.config import load_document
 from loom_sim.config.loader import field_errors
 from loom_sim.probe.followups import check_template, render_followup
-from loom_sim.probe.policies import STRATEGIES
+from loom_sim.strategies.policies import STRATEGIES
 
 Strategy = Literal["escalate", "accuse", "exploit_nuance", "default"]
 assert get_args(Strategy) == STRATEGIES, "Strategy must list the policies' STRATEGIES"

@@ -23,11 +23,10 @@ from typing import Any
 
 from loom_sim import __version__
 from loom_sim.errors import LoomError
+from loom_sim.judging import contradiction
 from loom_sim.models.hub import DEFAULT_PROVIDER_CONCURRENCY, ModelHub
-from loom_sim.probe import contradiction
 from loom_sim.probe.config import ProbeConfig, load_probe_config
 from loom_sim.probe.followups import render_followup
-from loom_sim.probe.policies import STRATEGIES
 from loom_sim.probe.records import MODES, log_path
 from loom_sim.probe.stand_ins import (
     JUDGE_SPEC,
@@ -36,8 +35,9 @@ from loom_sim.probe.stand_ins import (
     TURN1_ANSWERS,
     detect_strategy,
 )
-from loom_sim.runtime.artifacts import config_hash, unique_dir, write_json
 from loom_sim.runtime.run import redact_url, versions
+from loom_sim.store.artifacts import config_hash, unique_dir, write_json
+from loom_sim.strategies.policies import STRATEGIES
 
 PROBE_FILE = "probe.json"
 FORMAT = "loom-sim.probe"

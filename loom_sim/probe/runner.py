@@ -3,7 +3,7 @@
 One run (:meth:`ModeRunner.run`): the target answers the Turn-1 prompt; the classifier reads
 the answer; the mode's policy picks a strategy; its template becomes the Turn-2 message; the
 target answers; the judge (a :class:`~loom_sim.actors.judge.JudgeActor` on its own
-:class:`~loom_sim.runtime.actor.Post`, as in scoring) decides whether Turn 2 contradicted Turn 1.
+:class:`~loom_sim.actors.base.Post`, as in scoring) decides whether Turn 2 contradicted Turn 1.
 
 Why seeds come from (probe seed, run index) and never from the mode: run *i* of the static,
 adaptive and bandit modes then sends the same Turn-1 prompt with the same sampling seed, so on
@@ -30,20 +30,20 @@ from typing import Any, Protocol
 
 import trio
 
+from loom_sim.actors.base import Post
 from loom_sim.actors.judge import JudgeActor
 from loom_sim.errors import LoomError
+from loom_sim.judging import contradiction
 from loom_sim.messages import Judge, Judgement
 from loom_sim.models.base import ChatMessage, ModelClient, ModelRequest, ModelResponse
 from loom_sim.models.hub import ModelHub
-from loom_sim.probe import contradiction
-from loom_sim.probe.classifier import classify
 from loom_sim.probe.followups import render_followup
 from loom_sim.probe.plan import ProbePlan
-from loom_sim.probe.policies import BanditPolicy, Policy, StaticPolicy, make_policy
 from loom_sim.probe.records import JudgeOutcome, Message, ProbeLog, ProbeRecord, log_path
-from loom_sim.runtime.actor import Post
-from loom_sim.runtime.seeds import SeedSource, derive_seed
-from loom_sim.runtime.trace import TraceRecorder
+from loom_sim.seeds import SeedSource, derive_seed
+from loom_sim.store.trace import TraceRecorder
+from loom_sim.strategies.classifier import classify
+from loom_sim.strategies.policies import BanditPolicy, Policy, StaticPolicy, make_policy
 
 #: (spec, role) -> the client to call; by default the hub's (tests inject scripted ones).
 ModelSource = Callable[[str, str], ModelClient]

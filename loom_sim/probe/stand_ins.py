@@ -33,8 +33,8 @@ import re
 from collections.abc import Mapping
 
 from loom_sim.models.base import ModelRequest
-from loom_sim.probe.classifier import CATEGORIES, classify
-from loom_sim.probe.policies import STRATEGIES
+from loom_sim.strategies.classifier import CATEGORIES, classify
+from loom_sim.strategies.policies import STRATEGIES
 
 TARGET_SPEC = "scripted/probe-target"
 JUDGE_SPEC = "scripted/probe-judge"

@@ -25,7 +25,7 @@ from loom_sim.probe.plan import read_probe_file
 from loom_sim.probe.records import MODES, ProbeRecord, log_path, read_log
 from loom_sim.probe.stand_ins import JUDGE_SPEC, TARGET_SPEC
 from loom_sim.probe.summary_md import render_markdown
-from loom_sim.runtime.artifacts import write_json
+from loom_sim.store.artifacts import write_json
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"

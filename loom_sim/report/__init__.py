@@ -1,7 +1,7 @@
 """Reports on a run: report.json (every number), report.md (a one-minute read), report.html
 (self-contained, with inline SVG charts).
 
-The data is built once (:mod:`loom_sim.report.model`) and rendered twice, so the Markdown and
+The data is built once (:mod:`loom_sim.report.data`) and rendered twice, so the Markdown and
 the HTML can never disagree about a number.
 """
 
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from loom_sim.report.model import build_report
+from loom_sim.report.data import build_report
 
 __all__ = ["build_report", "report_json", "write_report"]
 

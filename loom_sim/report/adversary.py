@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loom_sim.runtime.records import Transcript
+from loom_sim.store.records import Transcript
 
 
 def moves(transcript: Transcript) -> list[dict[str, Any]]:

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from loom_sim.actors.base import Actor
+from loom_sim.actors.history import Generation
 from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind
-from loom_sim.config.models import LoomConfig
+from loom_sim.config.spec import LoomConfig
 from loom_sim.messages import Heard, Judge, Judgement
 from loom_sim.models.base import ModelClient
-from loom_sim.runtime.actor import Actor
-from loom_sim.runtime.history import Generation
-from loom_sim.runtime.records import TurnRecord
-from loom_sim.runtime.seeds import SeedSource
+from loom_sim.seeds import SeedSource
+from loom_sim.store.records import TurnRecord
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 
 import trio
 
+from loom_sim.actors.base import ActorFailure, Post
 from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind
 from loom_sim.assembler import Assembler, InjectionKind
-from loom_sim.assembler.templates import TEMPLATE_VERSION
-from loom_sim.config.models import LoomConfig, OpenerRole, TrajectoryMode, TriggerEnd
+from loom_sim.assembler.rendering import TEMPLATE_VERSION
+from loom_sim.config.spec import LoomConfig, OpenerRole, TrajectoryMode, TriggerEnd
+from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
 from loom_sim.machines.rollout import attach
 from loom_sim.messages import (
     CheckCandidate,
@@ -38,15 +40,13 @@ from loom_sim.messages import (
     WindowTurn,
 )
 from loom_sim.models.base import Usage
-from loom_sim.runtime.actor import ActorFailure, Post
-from loom_sim.runtime.artifacts import RolloutFiles
 from loom_sim.runtime.budget import RunBudget
 from loom_sim.runtime.progress import ProgressSink
-from loom_sim.runtime.records import RejectedDraft, Transcript, TurnRecord
 from loom_sim.runtime.registry import ADVERSARY_ACTORS, ActorContext, ActorRegistry
-from loom_sim.runtime.trace import TraceRecorder
 from loom_sim.runtime.turn import TurnInProgress, add_usage, with_action
-from loom_sim.scoring.rubrics import TRIGGER_SCHEMA, trigger_rubric
+from loom_sim.store.artifacts import RolloutFiles
+from loom_sim.store.records import RejectedDraft, Transcript, TurnRecord
+from loom_sim.store.trace import TraceRecorder
 
 TRIGGER_WINDOW = 3  # turns the judge sees when deciding a phase's trigger condition
 

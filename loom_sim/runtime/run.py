@@ -21,12 +21,17 @@ import trio
 
 from loom_sim import __version__
 from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind, load_adversary
-from loom_sim.assembler.templates import TEMPLATE_VERSION
+from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig, load_config
-from loom_sim.config.models import CURRENT_SCHEMA_VERSION
+from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
 from loom_sim.errors import LoomError
+from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.hub import DEFAULT_PROVIDER_CONCURRENCY, ModelHub
-from loom_sim.runtime.artifacts import (
+from loom_sim.runtime.budget import RunBudget
+from loom_sim.runtime.progress import ProgressSink
+from loom_sim.runtime.registry import ActorRegistry
+from loom_sim.runtime.rollout import Rollout, RolloutSpec
+from loom_sim.store.artifacts import (
     RolloutFiles,
     config_hash,
     new_run_dir,
@@ -34,12 +39,7 @@ from loom_sim.runtime.artifacts import (
     rollout_dir,
     write_json,
 )
-from loom_sim.runtime.budget import RunBudget
-from loom_sim.runtime.progress import ProgressSink
-from loom_sim.runtime.records import Transcript
-from loom_sim.runtime.registry import ActorRegistry
-from loom_sim.runtime.rollout import Rollout, RolloutSpec
-from loom_sim.scoring.rubrics import RUBRIC_VERSION
+from loom_sim.store.records import Transcript
 
 DEFAULT_MODEL = "local/smollm2"
 ROLES = ("persona", "interlocutor", "judge")

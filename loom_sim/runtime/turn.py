@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from loom_sim.assembler import TurnPlan
 from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome, Utterance, Verdict
 from loom_sim.models.base import Usage
-from loom_sim.runtime.records import RejectedDraft, TurnRecord
+from loom_sim.store.records import RejectedDraft, TurnRecord
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from statistics import fmean, pstdev
 
-from loom_sim.runtime.records import Aggregate, Flag, RolloutScores, TurnRecord
 from loom_sim.signals.analysis import Analysis
+from loom_sim.store.records import Aggregate, Flag, RolloutScores, TurnRecord
 
 FLAG_BELOW = 0.4  # a scorer value under this flags the turn for a reader's attention
 

@@ -16,25 +16,26 @@ from pathlib import Path
 import msgspec
 import trio
 
+from loom_sim.actors.base import ActorFailure, Post
+from loom_sim.actors.history import Generation
 from loom_sim.actors.judge import JudgeActor
 from loom_sim.actors.persona import PersonaActor
 from loom_sim.assembler import Assembler, InjectionKind
 from loom_sim.config import LoomConfig
-from loom_sim.config.models import OpenerRole
+from loom_sim.config.spec import OpenerRole
 from loom_sim.errors import LoomError
+from loom_sim.judging import rubrics as rubric
+from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.messages import Heard, Judge, Judgement, Speak, Utterance, WindowTurn
 from loom_sim.models.hub import PROVIDERS, ModelHub
-from loom_sim.runtime.actor import ActorFailure, Post
-from loom_sim.runtime.artifacts import RolloutFiles, read_run_file, rollout_dir
-from loom_sim.runtime.history import Generation
-from loom_sim.runtime.records import Score, Transcript, TurnRecord
-from loom_sim.runtime.seeds import SeedSource, derive_seed
-from loom_sim.runtime.trace import TraceRecorder
-from loom_sim.scoring import rubric, turns
+from loom_sim.scoring import turns
 from loom_sim.scoring.aggregate import summarise
-from loom_sim.scoring.rubrics import RUBRIC_VERSION
+from loom_sim.seeds import SeedSource, derive_seed
 from loom_sim.signals.analysis import Analysis, analyze
 from loom_sim.signals.embedding import load_backend
+from loom_sim.store.artifacts import RolloutFiles, read_run_file, rollout_dir
+from loom_sim.store.records import Score, Transcript, TurnRecord
+from loom_sim.store.trace import TraceRecorder
 
 SCORERS = (
     "persona_adherence",

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
+from loom_sim.judging.rubrics import likert, unit
 from loom_sim.messages import Judgement
-from loom_sim.runtime.records import Score, TurnRecord
 from loom_sim.scoring.measures import distinct_n, ending_variety, mtld, opening_variety
-from loom_sim.scoring.rubric import likert, unit
 from loom_sim.signals.analysis import TurnSignals
+from loom_sim.store.records import Score, TurnRecord
 
 MTLD_GOOD = 80.0  # MTLD of varied conversational prose; counts as full marks
 

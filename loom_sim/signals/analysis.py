@@ -1,7 +1,7 @@
 """Post-hoc signals of a finished conversation: loops, novelty, initiative, convergence.
 
 The loop and convergence numbers come from replaying the runtime monitor
-(:class:`~loom_sim.monitors.stagnation.StagnationMonitor`) over the transcript turn by turn, so
+(:class:`~loom_sim.signals.stagnation.StagnationMonitor`) over the transcript turn by turn, so
 a score and a runtime trigger can never disagree about what a window measured. The rest are
 cheap, inspectable counts:
 
@@ -20,10 +20,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from loom_sim.config.models import StagnationDetectionSpec
-from loom_sim.monitors.stagnation import StagnationMonitor
+from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.signals.embedding import Backend
 from loom_sim.signals.similarity import max_to_earlier, slope
+from loom_sim.signals.stagnation import StagnationMonitor
 
 _WORD = re.compile(r"[a-z][a-z'’-]+")
 _STOP = frozenset(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loom_sim.config.models import CURRENT_SCHEMA_VERSION, LoomConfig
+from loom_sim.config.spec import CURRENT_SCHEMA_VERSION, LoomConfig
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

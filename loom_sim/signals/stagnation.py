@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import trio
 
-from loom_sim.config.models import StagnationDetectionSpec
+from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.signals.embedding import Backend
 from loom_sim.signals.similarity import mean_pairwise, rowwise
 

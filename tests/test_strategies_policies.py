@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from loom_sim.probe.classifier import CATEGORIES
-from loom_sim.probe.policies import (
+from loom_sim.strategies.classifier import CATEGORIES
+from loom_sim.strategies.policies import (
     ADAPTIVE_MAPPING,
     STRATEGIES,
     AdaptivePolicy,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from loom_sim.errors import LoomError
-from loom_sim.probe.classifier import CATEGORIES
+from loom_sim.strategies.classifier import CATEGORIES
 
 STRATEGIES: tuple[str, ...] = ("escalate", "accuse", "exploit_nuance", "default")
 

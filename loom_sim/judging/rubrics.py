@@ -1,6 +1,7 @@
 """The judge's questions: rubric text and answer schema per kind of call.
 
-Three kinds of judge call, each a versioned template (``templates/*.j2``):
+Every kind of judge call is a versioned template (``templates/*.j2``, rendered by
+:mod:`loom_sim.judging.prompts`). The scorers' three:
 
 - the **turn rubric**, once per scored turn over the ``judge_window`` last turns: the judge
   parts of persona adherence, naturalness, stagnation (initiative), consistency (prompt-to-line,
@@ -9,6 +10,9 @@ Three kinds of judge call, each a versioned template (``templates/*.j2``):
 - **Q&A consistency**, at a few probe turns: are the persona's answers to questions about
   itself consistent with its specification and its earlier answers.
 
+and the run's: the **trigger** condition of a phase (judged while a rollout runs) and the
+**probe outcome** of an adversary's move (did it catch the persona?).
+
 Persona and interlocutor text only ever reach the judge inside the fenced transcript.
 """
 
@@ -16,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loom_sim.config.models import LoomConfig, PhaseSpec
-from loom_sim.scoring.rubrics import render
+from loom_sim.config.spec import LoomConfig, PersonaSpec, PhaseSpec
+from loom_sim.judging.prompts import render
 
 LIKERT = {"type": "integer", "minimum": 1, "maximum": 5}
 TURN_CRITERIA = ("persona_adherence", "naturalness", "initiative", "prompt_to_line", "line_to_line")
@@ -144,3 +148,50 @@ def qa_questions(config: LoomConfig) -> list[str]:
 
 def qa_prompt(name: str, question: str) -> str:
     return render("qa_question", name=name, question=question)
+
+
+# ─── the run's own judge calls ──────────────────────────────────────────────
+
+TRIGGER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "met": {"type": "boolean", "description": "Whether the condition holds."},
+        "evidence": {"type": "string", "description": "A short quote or reason."},
+    },
+    "required": ["met", "evidence"],
+}
+
+
+def trigger_rubric(condition: str) -> str:
+    return render("trigger", condition=condition)
+
+
+PROBE_OUTCOME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "caught": {
+            "type": "boolean",
+            "description": "Whether the probe caught the persona (see the rubric).",
+        },
+        "evidence": {"type": "string", "description": "A short quote or reason."},
+    },
+    "required": ["caught", "evidence"],
+}
+
+
+def probe_outcome_rubric(
+    adversary: str, tactic: str, turn: int, material: dict[str, str], persona: PersonaSpec
+) -> str:
+    """Did an adversary's probe on ``turn`` catch the persona? (the trap: a contradiction;
+    the coaxer: a step out of its bounds)."""
+    bounds = persona.capability_bounds
+    return render(
+        "probe_outcome",
+        adversary=adversary,
+        tactic=tactic,
+        turn=turn,
+        material=material,
+        persona_name=persona.identity.name,
+        knowledge_ceiling=bounds.knowledge_ceiling or "not stated",
+        vocabulary_level=bounds.vocabulary_level or "not stated",
+    )

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from loom_sim.judging import contradiction
 from loom_sim.messages import Judgement
-from loom_sim.probe import contradiction
 
-# Pinned digest of loom_sim/scoring/templates/probe_contradiction.j2 at RUBRIC_VERSION.
+# Pinned digest of loom_sim/judging/templates/probe_contradiction.j2 at RUBRIC_VERSION.
 PINNED = {"1.0": "ef24a8976274e223"}
 
 
 def test_rubric_changes_bump_the_version():
     assert contradiction.RUBRIC_VERSION in PINNED, "add the new version's digest to PINNED"
     assert contradiction.template_digest() == PINNED[contradiction.RUBRIC_VERSION], (
-        "probe_contradiction.j2 changed: bump RUBRIC_VERSION in loom_sim/probe/contradiction.py "
+        "probe_contradiction.j2 changed: bump RUBRIC_VERSION in loom_sim/judging/contradiction.py "
         "and pin the new digest here"
     )
 

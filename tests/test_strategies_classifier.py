@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loom_sim.probe.classifier import (
+from loom_sim.strategies.classifier import (
     CATEGORIES,
     CONFIDENCE_MARKERS,
     DEFLECTION_MARKERS,

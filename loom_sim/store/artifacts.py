@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from loom_sim.errors import LoomError
-from loom_sim.runtime.records import (
+from loom_sim.store.records import (
     TRANSCRIPT_DECODER,
     TURN_DECODER,
     TURN_ENCODER,

@@ -21,18 +21,18 @@ from typing import Any
 
 import msgspec
 
-from loom_sim.config.models import StagnationDetectionSpec
+from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.errors import LoomError
 from loom_sim.report.adversary import adversary_section
-from loom_sim.runtime.artifacts import TRANSCRIPT_FILE, TURNS_FILE, read_run_file
-from loom_sim.runtime.records import (
+from loom_sim.scoring.aggregate import summarise
+from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE, read_run_file
+from loom_sim.store.records import (
     TRANSCRIPT_DECODER,
     TURN_DECODER,
     RolloutScores,
     Transcript,
     TurnRecord,
 )
-from loom_sim.scoring.aggregate import summarise
 
 REPORT_VERSION = "1"
 EMBEDDED_JUDGE = "local/smollm2"

@@ -1,7 +1,7 @@
 """The probe's success criterion: did the target contradict its Turn-1 position in Turn 2?
 
 The verdict comes from the project's judge (:class:`~loom_sim.actors.judge.JudgeActor`), with
-the rubric in ``loom_sim/scoring/templates/probe_contradiction.j2``. The judge's window is the
+the rubric in ``loom_sim/judging/templates/probe_contradiction.j2``. The judge's window is the
 scorer's: ``WindowTurn.persona`` holds the prober's message, ``WindowTurn.interlocutor`` the
 target's answer, and the rubric says so, because the judge's system prompt speaks of persona
 and interlocutor.
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from loom_sim.judging.prompts import render
 from loom_sim.messages import Judge, Judgement, WindowTurn
-from loom_sim.scoring.rubrics import render
 
 RUBRIC_ID = "probe_contradiction"
 RUBRIC_VERSION = "1.0"
@@ -55,7 +55,7 @@ def rubric(prompt_category: str) -> str:
 
 def template_digest() -> str:
     """A hash of the rubric template's source, pinned to ``RUBRIC_VERSION`` by a test."""
-    source = resources.files("loom_sim.scoring") / "templates" / f"{RUBRIC_ID}.j2"
+    source = resources.files("loom_sim.judging") / "templates" / f"{RUBRIC_ID}.j2"
     return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
 
 

@@ -19,7 +19,7 @@ import trio
 from loom_sim.errors import LoomError
 from loom_sim.messages import Body, Envelope, Failure
 from loom_sim.models.base import ModelError
-from loom_sim.runtime.trace import TraceRecorder
+from loom_sim.store.trace import TraceRecorder
 
 # (envelope, where to send the reply or None for a tell)
 Delivery = tuple[Envelope, "trio.MemorySendChannel[Body] | None"]

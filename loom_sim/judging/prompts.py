@@ -1,0 +1,29 @@
+"""The judge's prompt templates (``templates/*.j2``) and the one place they are rendered.
+
+``RUBRIC_VERSION`` is recorded with every score: bump it whenever a template's wording
+changes, so scores made under different rubrics are never pooled by mistake.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+
+RUBRIC_VERSION = "1.0"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("loom_sim.judging", "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def render(template: str, /, **context: Any) -> str:
+    return _environment().get_template(f"{template}.j2").render(**context).strip()
