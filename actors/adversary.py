@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
 
 import msgspec
-from loom_sim.actors.base import Actor
+from loom_sim.actors.base import Actor, ActorContext, JudgeLine
 
-from loom_sim.adversaries import Adversary, Conversation, PlannedMove
-from loom_sim.adversaries.config import render
+from loom_sim.adversaries import Adversary, Conversation, PlannedMove, make_adversary
+from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind, for_run, render
 from loom_sim.adversaries.wording import carries
 from loom_sim.judging.rubrics import PROBE_OUTCOME_SCHEMA, probe_outcome_rubric
 from loom_sim.messages import (
@@ -30,17 +31,16 @@ from loom_sim.messages import (
     Body,
     Heard,
     Judge,
-    Judgement,
     Probe,
     ProbeOutcome,
     Respond,
     WindowTurn,
 )
 from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest, Usage
+from loom_sim.plugins.actors import Responder, actor
 from loom_sim.seeds import SeedSource
 from loom_sim.store.records import TurnRecord
 
-JudgeLine = Callable[[Judge], Awaitable[Judgement]]  # the rollout's judge, by request
 JUDGE_WINDOW = 3  # exchanges the judge sees up to the probe, then the answer
 _LABEL = re.compile(
     r"^\s*(?:\*\*)?(?:interlocutor|assistant|you|me|listener)(?:\*\*)?\s*:\s*", re.I
@@ -56,6 +56,21 @@ class Exchange:
 
 class AdversaryActor(Actor):
     role = "adversary"
+    kind: ClassVar[AdversaryKind]
+
+    @classmethod
+    def from_context(cls, context: ActorContext) -> AdversaryActor:
+        config = context.need_config(cls.kind.value)
+        settings = AdversaryConfig.model_validate(context.settings)
+        return cls(
+            make_adversary(settings, config.persona),
+            context.model("adversary"),
+            context.seeds,
+            turns=context.turns or len(context.records) + 1,
+            judge=context.judge,
+            opening=context.opening,
+            records=context.records,
+        )
 
     def __init__(
         self,
@@ -239,3 +254,45 @@ def _clean(text: str) -> str:
     if len(text) >= 2 and text[0] in '"“' and text[-1] in '"”' and text.count('"') <= 2:
         text = text[1:-1].strip()
     return text
+
+
+def _settings(kind: AdversaryKind) -> Any:
+    """The adversary config a run uses, as ``run.json`` records it (a resumed run never
+    re-reads the file)."""
+
+    def load(config_path: Path, config: Any) -> dict[str, Any]:
+        return for_run(kind, config_path, config).model_dump(mode="json")
+
+    return load
+
+
+@actor(
+    "contradiction",
+    summary="the contradiction trap: misquotes, backstory recall, alternative histories, "
+    "emotional inconsistency, in place of the interlocutor",
+    order=30,
+    responder=Responder(
+        model_role="adversary",
+        adversary=True,
+        hears=True,
+        settings=_settings(AdversaryKind.CONTRADICTION),
+    ),
+)
+class ContradictionTrapActor(AdversaryActor):
+    kind = AdversaryKind.CONTRADICTION
+
+
+@actor(
+    "helpfulness",
+    summary="the helpfulness coaxer: questions above the persona's ceiling, tasks out of its "
+    "bounds, flattery, register shifts, in place of the interlocutor",
+    order=31,
+    responder=Responder(
+        model_role="adversary",
+        adversary=True,
+        hears=True,
+        settings=_settings(AdversaryKind.HELPFULNESS),
+    ),
+)
+class HelpfulnessCoaxerActor(AdversaryActor):
+    kind = AdversaryKind.HELPFULNESS

@@ -1,36 +1,77 @@
-"""Actors on trio: one inbox each, request/reply with correlation ids, failures as replies.
+"""Actors on trio: one inbox each, typed request/reply, failures re-raised as their own type.
 
 An actor is a trio task that owns a receive channel and its own state; nothing else touches
 that state. Its loop takes one envelope at a time, so its state needs no locks. A handler that
-raises does not kill the actor silently: the requester gets a :class:`Failure` reply and raises
-:class:`ActorFailure`, and the rollout that owns both decides what that means (usually:
-``error``, with every completed turn kept). Nobody waits forever on a dead actor: actors run in
-the rollout's nursery, so a crashed loop cancels the whole rollout instead of hanging it.
+raises does not kill the actor: the exception travels back to the requester, which re-raises
+it as the same object of the same type (a note says which actor raised it), so the rollout
+that owns both catches ``BadModelReply`` as ``BadModelReply`` and decides what it means. The
+trace records a :class:`~loom_sim.messages.Failure` for readers. Nobody waits forever on a dead
+actor: actors run in their owner's nursery, so a crashed loop cancels the owner instead of
+hanging it.
+
+Every actor kind is built from an :class:`ActorContext` through the registry
+(:data:`loom_sim.plugins.actors.ACTORS`): rollouts, scoring and the probe alike.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar, cast
 
 import trio
 
+from loom_sim.config.spec import LoomConfig
 from loom_sim.errors import LoomError
-from loom_sim.messages import Body, Envelope, Failure
-from loom_sim.models.base import ModelError
+from loom_sim.messages import Body, Envelope, Failure, Heard, Judge, Judgement, Request, Tell
+from loom_sim.models.base import ModelClient
+from loom_sim.plugins.actors import ACTORS
+from loom_sim.seeds import SeedSource
+from loom_sim.store.records import TurnRecord
 from loom_sim.store.trace import TraceRecorder
 
-# (envelope, where to send the reply or None for a tell)
-Delivery = tuple[Envelope, "trio.MemorySendChannel[Body] | None"]
+R = TypeVar("R", bound=Body)
+Reply = Body | Exception
+# (envelope, where to send the reply, or None for a tell)
+Delivery = tuple[Envelope, "trio.MemorySendChannel[Reply] | None"]
+JudgeLine = Callable[[Judge], Awaitable[Judgement]]  # how an actor asks its owner's judge
 
 
-class ActorFailure(LoomError):
-    """A request's handler raised; ``failure`` says which actor and why."""
+class ProtocolError(LoomError):
+    """An actor answered a request with the wrong type, or not at all: a bug in that actor."""
 
-    def __init__(self, failure: Failure):
-        self.failure = failure
-        super().__init__(f"{failure.actor}: {failure.error}")
+
+@dataclass(frozen=True)
+class ActorContext:
+    """What an actor is built from: its owner's view of the simulation it takes part in.
+
+    A rollout fills every field; scoring and the probe only what their actors need (the
+    probe's judge has no persona config). A kind that needs a field its owner did not give
+    says so when it is built.
+    """
+
+    seeds: SeedSource
+    model: Callable[[str], ModelClient]  # model role -> the client to call
+    config: LoomConfig | None = None
+    interlocutor_system: str = ""
+    opening: str | None = None  # the interlocutor's opening line, when it opened
+    scaffolding: str = ""  # the persona's last full scaffolding (a resumed rollout's)
+    records: list[TurnRecord] = field(default_factory=list)  # a resumed rollout's turns
+    turns: int | None = None  # the rollout's length
+    settings: Any = None  # a responder's settings, as recorded in run.json
+    judge: JudgeLine | None = None  # how to ask the owner's judge actor
+    max_tokens: int | None = None  # a cap on replies below the config's (scoring's Q&A)
+
+    @property
+    def past(self) -> list[Heard]:
+        return [Heard(r.turn, r.persona, r.interlocutor) for r in self.records]
+
+    def need_config(self, kind: str) -> LoomConfig:
+        if self.config is None:
+            raise ProtocolError(f"the {kind} actor needs a persona config; none was given")
+        return self.config
 
 
 class Actor(ABC):
@@ -42,28 +83,34 @@ class Actor(ABC):
     async def handle(self, body: Body) -> Body | None:
         """Answer a request (return the reply) or absorb a tell (return None)."""
 
-    async def serve(self, inbox: trio.MemoryReceiveChannel[Delivery]) -> None:
+    async def serve(self, inbox: trio.MemoryReceiveChannel[Delivery], name: str) -> None:
         async with inbox:
             async for envelope, reply in inbox:
                 try:
-                    result = await self.handle(envelope.body)
+                    result: Reply | None = await self.handle(envelope.body)
                 except Exception as err:  # a failed request is a reply, not a dead actor
-                    result = Failure(
-                        actor=self.role,
-                        error=str(err) or type(err).__name__,
-                        kind=type(err).__name__,
-                        model_error=isinstance(err, ModelError),
-                    )
+                    err.add_note(f"raised by the {name} actor handling {_kind(envelope.body)}")
+                    result = err
                 if reply is not None:
-                    if result is None:
-                        result = Failure(
-                            self.role, "handled a request without replying", "ProtocolError"
+                    reply.send_nowait(
+                        result
+                        if result is not None
+                        else ProtocolError(
+                            f"the {name} actor handled {_kind(envelope.body)} without replying"
                         )
-                    reply.send_nowait(result)
+                    )
+
+
+def build(kind: str, context: ActorContext) -> Actor:
+    """An actor of a registered kind (``ACTORS``), built from ``context``."""
+    made = ACTORS.get(kind).build(context)
+    if not isinstance(made, Actor):
+        raise ProtocolError(f"the {kind} actor kind built {type(made).__name__}, not an Actor")
+    return made
 
 
 class Post:
-    """A rollout's switchboard: finds actors by role, numbers and traces every envelope."""
+    """An owner's switchboard: finds actors by name, numbers and traces every envelope."""
 
     def __init__(self, rollout: str, tracer: TraceRecorder, first_id: int = 1):
         self.rollout = rollout
@@ -76,10 +123,7 @@ class Post:
         name = name or actor.role
         send, receive = trio.open_memory_channel[Delivery](16)
         self._inboxes[name] = send
-        nursery.start_soon(actor.serve, receive, name=f"{self.rollout}/{name}")
-
-    def roles(self) -> list[str]:
-        return list(self._inboxes)
+        nursery.start_soon(actor.serve, receive, name, name=f"{self.rollout}/{name}")
 
     def _envelope(
         self, sender: str, recipient: str, turn: int, body: Body, reply_to: int | None
@@ -99,28 +143,50 @@ class Post:
         return envelope
 
     async def request(
-        self, recipient: str, body: Body, *, turn: int, sender: str = "rollout"
-    ) -> Body:
-        """Send ``body`` to the actor playing ``recipient`` and wait for its reply."""
+        self, recipient: str, body: Request[R], *, turn: int, sender: str = "rollout"
+    ) -> R:
+        """Send ``body`` to the actor named ``recipient`` and wait for its reply, whose type
+        the request names; an exception its handler raised is raised here, as itself."""
         inbox = self._inboxes[recipient]
-        reply_send, reply_receive = trio.open_memory_channel[Body](1)
+        reply_send, reply_receive = trio.open_memory_channel[Reply](1)
         envelope = self._envelope(sender, recipient, turn, body, None)
         try:  # no needless trip through the scheduler: the reply's wait yields anyway
             inbox.send_nowait((envelope, reply_send))
         except trio.WouldBlock:
             await inbox.send((envelope, reply_send))
         result = await reply_receive.receive()
+        if isinstance(result, Exception):
+            failure = Failure(recipient, str(result) or type(result).__name__, _kind(result))
+            self._envelope(recipient, sender, turn, failure, envelope.id)
+            raise result
         self._envelope(recipient, sender, turn, result, envelope.id)
-        if isinstance(result, Failure):
-            raise ActorFailure(result)
-        return result
+        expected = type(body).reply_type
+        if not isinstance(result, expected):
+            raise ProtocolError(
+                f"the {recipient} actor answered {_kind(body)} with {_kind(result)}, "
+                f"not {expected.__name__}"
+            )
+        return cast(R, result)  # checked against the request's reply type just above
 
-    async def tell(self, recipient: str, body: Body, *, turn: int, sender: str = "rollout") -> None:
+    async def tell(self, recipient: str, body: Tell, *, turn: int, sender: str = "rollout") -> None:
         """Send ``body`` without waiting for an answer (the actor handles it in order)."""
         await self._inboxes[recipient].send(
             (self._envelope(sender, recipient, turn, body, None), None)
         )
 
+    def asker(self, sender: str) -> JudgeLine:
+        """How the actor named ``sender`` asks this post's judge (its requests are traced like
+        any other)."""
+
+        async def ask(body: Judge) -> Judgement:
+            return await self.request("judge", body, turn=body.turn, sender=sender)
+
+        return ask
+
     async def close(self) -> None:
         for inbox in self._inboxes.values():
             await inbox.aclose()
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__

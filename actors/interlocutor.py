@@ -7,14 +7,21 @@ line is part of that prompt, so its history still starts with the user as chat A
 
 from __future__ import annotations
 
-from loom_sim.actors.base import Actor
+from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.actors.history import Generation, History
 
 from loom_sim.messages import Body, Respond, Utterance
 from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest
+from loom_sim.plugins.actors import Responder, actor
 from loom_sim.seeds import SeedSource
 
 
+@actor(
+    "interlocutor",
+    summary="the model under evaluation, answering the persona (the default responder)",
+    order=20,
+    responder=Responder(model_role="interlocutor"),
+)
 class InterlocutorActor(Actor):
     role = "interlocutor"
 
@@ -39,6 +46,22 @@ class InterlocutorActor(Actor):
         self._history = History()
         for persona_text, reply in past or ():
             self._remember(persona_text, reply)
+
+    @classmethod
+    def from_context(cls, context: ActorContext) -> InterlocutorActor:
+        conversation = context.need_config("interlocutor").conversation
+        return cls(
+            context.model("interlocutor"),
+            context.interlocutor_system,
+            Generation(
+                conversation.interlocutor_max_tokens,
+                conversation.temperature,
+                conversation.history_budget_tokens,
+            ),
+            context.seeds,
+            opening=context.opening,
+            past=[(h.persona, h.interlocutor) for h in context.past],
+        )
 
     async def handle(self, body: Body) -> Body | None:
         match body:

@@ -12,12 +12,13 @@ import string
 from collections import deque
 
 import trio
-from loom_sim.actors.base import Actor
+from loom_sim.actors.base import Actor, ActorContext
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
 from loom_sim.config.spec import LoomConfig
 from loom_sim.messages import Body, CheckCandidate, MonitorEvent, Observation, Observe, Verdict
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
+from loom_sim.plugins.actors import actor
 from loom_sim.signals.embedding import load_backend
 from loom_sim.signals.stagnation import StagnationMonitor, Trigger
 from loom_sim.store.records import TurnRecord
@@ -25,6 +26,11 @@ from loom_sim.store.records import TurnRecord
 STAGNATION_MONITORS = ("stagnation", "convergence")
 
 
+@actor(
+    "monitor",
+    summary="the repetition guard on every candidate; stagnation and convergence checks",
+    order=40,
+)
 class MonitorActor(Actor):
     role = "monitor"
 
@@ -54,6 +60,10 @@ class MonitorActor(Actor):
         )
         self._resume_from = [(r.turn, r.persona, r.interlocutor) for r in records]
         self._stagnation: StagnationMonitor | None = None  # built on first use, off the loop
+
+    @classmethod
+    def from_context(cls, context: ActorContext) -> MonitorActor:
+        return cls(context.need_config("monitor"), records=context.records, turns=context.turns)
 
     async def handle(self, body: Body) -> Body | None:
         match body:

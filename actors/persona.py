@@ -11,16 +11,18 @@ one system message and strictly alternating turns.
 
 from __future__ import annotations
 
-from loom_sim.actors.base import Actor
+from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.actors.history import Generation, History
 
 from loom_sim.messages import Body, Heard, Speak, Utterance
 from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest
+from loom_sim.plugins.actors import actor
 from loom_sim.seeds import SeedSource
 
 CONVERSATION_START = "[The conversation starts now. Write your first message.]"
 
 
+@actor("persona", summary="the model playing the configured person", order=10)
 class PersonaActor(Actor):
     role = "persona"
 
@@ -42,6 +44,21 @@ class PersonaActor(Actor):
         self._hear(opening or CONVERSATION_START, "user")
         for exchange in past or ():
             self._remember(exchange)
+
+    @classmethod
+    def from_context(cls, context: ActorContext) -> PersonaActor:
+        conversation = context.need_config("persona").conversation
+        max_tokens = conversation.persona_max_tokens
+        if context.max_tokens is not None:
+            max_tokens = min(max_tokens, context.max_tokens)
+        return cls(
+            context.model("persona"),
+            Generation(max_tokens, conversation.temperature, conversation.history_budget_tokens),
+            context.seeds,
+            opening=context.opening,
+            scaffolding=context.scaffolding,
+            past=context.past,
+        )
 
     async def handle(self, body: Body) -> Body | None:
         match body:

@@ -3,34 +3,45 @@
 Bodies are tagged (``"type": "Speak"``) so a line of ``trace.jsonl`` decodes back to its class;
 the :class:`Envelope` around a body says who sent it to whom, in which rollout and turn, and
 which request it answers. Actors never share state: what one needs from another travels here.
+
+A request names its reply type — ``class Judge(Request[Judgement])`` — so
+``await post.request("judge", Judge(...))`` is a ``Judgement`` to the type checker and is
+checked once, in the post, at run time: no call site asserts what it got back. A :class:`Tell`
+gets no reply.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
 import msgspec
 
 from loom_sim.models.base import Usage
+
+R = TypeVar("R", bound="Body")
 
 
 class Body(msgspec.Struct, frozen=True, tag=True, forbid_unknown_fields=False):
     """Base of every message body."""
 
 
+class Request(Body, Generic[R], frozen=True):
+    """A message that gets exactly one reply, of type ``R``."""
+
+    reply_type: ClassVar[type[Body]] = Body
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if get_origin(base) is Request:
+                (cls.reply_type,) = get_args(base)
+
+
+class Tell(Body, frozen=True):
+    """A message that gets no reply: the recipient takes note, in order."""
+
+
 # ─── persona ────────────────────────────────────────────────────────────────
-
-
-class Speak(Body, frozen=True):
-    """Persona: produce your next message (a candidate until the repetition guard accepts it)."""
-
-    turn: int
-    attempt: int = 0
-    injection: str = "none"  # full | reminder | none
-    scaffolding: str | None = None  # the full prompt, on full-injection turns
-    reminder: str | None = None
-    emergency: str | None = None  # a monitor's intervention, scheduled for this turn
-    vary: str | None = None  # the guard's re-prompt after a rejected candidate
 
 
 class Utterance(Body, frozen=True):
@@ -43,8 +54,21 @@ class Utterance(Body, frozen=True):
     cut_turns: int = 0  # history turns left out to fit the context budget
 
 
-class Heard(Body, frozen=True):
-    """To the persona and monitor: this exchange is now part of the conversation."""
+class Speak(Request[Utterance], frozen=True):
+    """Persona: produce your next message (a candidate until the repetition guard accepts it)."""
+
+    turn: int
+    attempt: int = 0
+    injection: str = "none"  # full | reminder | none
+    scaffolding: str | None = None  # the full prompt, on full-injection turns
+    reminder: str | None = None
+    emergency: str | None = None  # a monitor's intervention, scheduled for this turn
+    vary: str | None = None  # the guard's re-prompt after a rejected candidate
+
+
+class Heard(Tell, frozen=True):
+    """To the persona and to the responders that listen (adversaries): this exchange is now
+    part of the conversation."""
 
     turn: int
     persona: str
@@ -54,7 +78,7 @@ class Heard(Body, frozen=True):
 # ─── interlocutor (or adversary) ────────────────────────────────────────────
 
 
-class Respond(Body, frozen=True):
+class Respond(Request[Utterance], frozen=True):
     """Interlocutor (or adversary): answer the persona's message."""
 
     turn: int
@@ -116,7 +140,13 @@ class MonitorEvent(msgspec.Struct, frozen=True):
     values: dict[str, float] = msgspec.field(default_factory=dict)
 
 
-class CheckCandidate(Body, frozen=True):
+class Verdict(Body, frozen=True):
+    accepted: bool
+    events: list[MonitorEvent] = msgspec.field(default_factory=list)
+    vary: str | None = None  # the re-prompt to use when rejected
+
+
+class CheckCandidate(Request[Verdict], frozen=True):
     """Monitor: may this persona candidate be sent?"""
 
     turn: int
@@ -124,13 +154,12 @@ class CheckCandidate(Body, frozen=True):
     text: str
 
 
-class Verdict(Body, frozen=True):
-    accepted: bool
+class Observation(Body, frozen=True):
     events: list[MonitorEvent] = msgspec.field(default_factory=list)
-    vary: str | None = None  # the re-prompt to use when rejected
+    emergency: str | None = None  # an intervention for the next turn's prompt
 
 
-class Observe(Body, frozen=True):
+class Observe(Request[Observation], frozen=True):
     """Monitor: examine the completed exchange (with where the trajectory stands)."""
 
     turn: int
@@ -138,11 +167,6 @@ class Observe(Body, frozen=True):
     interlocutor: str
     phase_index: int = 0
     intensities: dict[str, float] = msgspec.field(default_factory=dict)
-
-
-class Observation(Body, frozen=True):
-    events: list[MonitorEvent] = msgspec.field(default_factory=list)
-    emergency: str | None = None  # an intervention for the next turn's prompt
 
 
 # ─── judge ──────────────────────────────────────────────────────────────────
@@ -154,16 +178,6 @@ class WindowTurn(msgspec.Struct, frozen=True):
     interlocutor: str
 
 
-class Judge(Body, frozen=True):
-    """Judge: score a window of turns against a rubric; answer as JSON matching ``schema``."""
-
-    turn: int
-    rubric: str
-    window: list[WindowTurn]
-    schema: dict[str, Any]
-    rubric_id: str = ""
-
-
 class Judgement(Body, frozen=True):
     ok: bool
     parsed: Any = None
@@ -173,32 +187,27 @@ class Judgement(Body, frozen=True):
     usage: Usage = msgspec.field(default_factory=Usage)
 
 
+class Judge(Request[Judgement], frozen=True):
+    """Judge: score a window of turns against a rubric; answer as JSON matching ``schema``."""
+
+    turn: int
+    rubric: str
+    window: list[WindowTurn]
+    schema: dict[str, Any]
+    rubric_id: str = ""
+
+
 # ─── failures ───────────────────────────────────────────────────────────────
 
 
 class Failure(Body, frozen=True):
-    """The reply of an actor whose handler raised: the requester raises it as ActorFailure."""
+    """What the trace records when an actor's handler raised: the requester gets the exception
+    itself and raises it as its own type; this is the readable record of it."""
 
     actor: str
     error: str  # one sentence for people
-    kind: str  # the exception class name
-    model_error: bool = False  # a model call failed after its retries
+    kind: str  # the exception class name, for readers of the trace
 
-
-BODY_TYPES = (
-    Speak,
-    Utterance,
-    Heard,
-    Respond,
-    Probe,
-    CheckCandidate,
-    Verdict,
-    Observe,
-    Observation,
-    Judge,
-    Judgement,
-    Failure,
-)
 
 AnyBody = (
     Speak

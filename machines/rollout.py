@@ -2,82 +2,84 @@
 
     init -> plan -> act -> observe -> monitor -> score -> (plan ... | done)      error from any
 
-The machine only says which step comes next; the async work of each state happens in the
-rollout runner (``loom_sim.runtime.rollout``) between triggers. Leaving ``act`` is guarded by
-the repetition monitor's verdict: a rejected candidate loops ``act -> act`` with a re-prompt
-while retries are left, so a rejected draft never reaches the interlocutor.
+The table says where each decision leads; the decisions are the handlers' (in
+``loom_sim.runtime.rollout``). Leaving ``act``, the handler weighs the repetition guard's
+verdict on the candidate: a rejected candidate with retries left is ``reprompt`` (``act ->
+act``, with a re-prompt), anything else ``accepted``, so a rejected draft never reaches the
+interlocutor.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from enum import StrEnum
 
-from transitions import Machine
+from loom_sim.machines.engine import MACHINES, MachineSpec, Transition
 
-STATES = ["init", "plan", "act", "observe", "monitor", "score", "done", "error"]
-ACTIVE = ["init", "plan", "act", "observe", "monitor", "score"]
-
-# trigger, source(s), destination, guard conditions (methods of the model)
-TABLE: list[tuple[str, str | list[str], str, list[str]]] = [
-    ("start", "init", "plan", []),
-    ("prompt_ready", "plan", "act", []),
-    ("candidate", "act", "act", ["rejected", "retries_left"]),  # re-prompt: vary your output
-    ("candidate", "act", "observe", []),  # accepted, or out of retries
-    ("exchanged", "observe", "monitor", []),
-    ("observed", "monitor", "score", []),
-    ("next_turn", "score", "plan", []),
-    ("finish", ["score", "init"], "done", []),  # from init: a resumed rollout already complete
-    ("turn_failed", ["act", "observe"], "score", []),  # unusable reply: counted, turn retried
-    ("fail", ACTIVE, "error", []),
-]
+ACTIVE = ("init", "plan", "act", "observe", "monitor", "score")
+STATES = (*ACTIVE, "done", "error")
 
 
-class RolloutModel(Protocol):
-    """What the machine's guards ask of the object it drives."""
-
-    def rejected(self) -> bool: ...
-
-    def retries_left(self) -> bool: ...
-
-
-def transitions_table() -> list[dict[str, Any]]:
-    return [
-        {"trigger": trigger, "source": source, "dest": dest, "conditions": conditions}
-        for trigger, source, dest, conditions in TABLE
-    ]
+class Trigger(StrEnum):
+    START = "start"
+    PROMPT_READY = "prompt_ready"
+    REPROMPT = "reprompt"
+    ACCEPTED = "accepted"
+    EXCHANGED = "exchanged"
+    OBSERVED = "observed"
+    NEXT_TURN = "next_turn"
+    FINISH = "finish"
+    TURN_FAILED = "turn_failed"
+    FAIL = "fail"
 
 
-def attach(model: RolloutModel, initial: str = "init") -> Machine:
-    """Give ``model`` a ``state`` and one method per trigger."""
-    return Machine(
-        model=model,
+def _t(trigger: Trigger, source: str | tuple[str, ...], dest: str, when: str = "") -> Transition:
+    return Transition(trigger, (source,) if isinstance(source, str) else source, dest, when)
+
+
+ROLLOUT = MACHINES.add(
+    MachineSpec(
+        name="rollout",
+        summary="one persona conversation, turn by turn",
+        order=10,
+        triggers=Trigger,
         states=STATES,
-        transitions=transitions_table(),
-        initial=initial,
-        auto_transitions=False,
-        ignore_invalid_triggers=False,
+        initial="init",
+        final=("done", "error"),
+        table=(
+            _t(Trigger.START, "init", "plan"),
+            _t(Trigger.PROMPT_READY, "plan", "act"),
+            _t(Trigger.REPROMPT, "act", "act", "rejected & retries left"),  # vary your output
+            _t(Trigger.ACCEPTED, "act", "observe", "accepted, or out of retries"),
+            _t(Trigger.EXCHANGED, "observe", "monitor"),
+            _t(Trigger.OBSERVED, "monitor", "score"),
+            _t(Trigger.NEXT_TURN, "score", "plan"),
+            # from init: a resumed rollout that is already complete
+            _t(Trigger.FINISH, ("score", "init"), "done"),
+            # an unusable reply: counted, and the turn is tried again
+            _t(Trigger.TURN_FAILED, ("act", "observe"), "score"),
+            _t(Trigger.FAIL, ACTIVE, "error"),
+        ),
+        descriptions={
+            "init": "actors spawned; a resumed rollout rebuilt from its `turns.jsonl`",
+            "plan": "the assembler's plan for this turn (phase, intensities, injection, any "
+            "pending emergency)",
+            "act": "the persona's candidate; the monitor's verdict guards the way out: a "
+            "rejected draft loops `act -> act` with a re-prompt while retries are left, so it "
+            "never reaches the interlocutor",
+            "observe": "the responder (the interlocutor, or an adversary) answers the committed "
+            "message",
+            "monitor": "the monitor sees the exchange: the stagnation (agreement loop) and "
+            "convergence checks; a trigger schedules an emergency injection for the next plan",
+            "score": "trigger conditions judged, usage and cost counted, the turn appended to "
+            "`turns.jsonl`, stop conditions checked",
+            "done": "max turns, the last phase ended (phase-gated), cost or runtime budget, "
+            "consecutive failed turns",
+            "error": "a model call failed after its retries, or an actor crashed; completed "
+            "turns are kept",
+        },
     )
-
-
-def _edges() -> list[tuple[str, str, str]]:
-    edges = []
-    for trigger, sources, dest, conditions in TABLE:
-        label = trigger + (f" [{' & '.join(conditions)}]" if conditions else "")
-        for source in [sources] if isinstance(sources, str) else sources:
-            edges.append((source, dest, label))
-    return edges
+)
 
 
 def diagram(fmt: str = "mermaid") -> str:
-    """The machine as mermaid ``stateDiagram-v2`` text or Graphviz dot source, from the table."""
-    if fmt == "mermaid":
-        lines = ["stateDiagram-v2", "    [*] --> init"]
-        lines += [f"    {src} --> {dst}: {label}" for src, dst, label in _edges()]
-        lines += ["    done --> [*]", "    error --> [*]"]
-        return "\n".join(lines) + "\n"
-    if fmt == "dot":
-        lines = ["digraph rollout {", "    rankdir=LR;", "    node [shape=box, style=rounded];"]
-        lines += ["    done [peripheries=2];", "    error [peripheries=2, color=red];"]
-        lines += [f'    {src} -> {dst} [label="{label}"];' for src, dst, label in _edges()]
-        return "\n".join(lines) + "\n}\n"
-    raise ValueError(f"unknown diagram format {fmt!r}; use mermaid or dot")
+    return ROLLOUT.diagram(fmt)

@@ -17,7 +17,7 @@ from loom_sim.assembler.turns import Assembler
 from loom_sim.config import load_config
 from loom_sim.messages import MonitorEvent
 from loom_sim.models.base import Usage
-from loom_sim.scoring.engine import SCORERS
+from loom_sim.plugins.scorers import SCORERS as REGISTRY
 from loom_sim.store.artifacts import RolloutFiles, rollout_dir, write_json
 from loom_sim.store.records import (
     Aggregate,
@@ -29,6 +29,7 @@ from loom_sim.store.records import (
     TurnRecord,
 )
 
+SCORERS = tuple(REGISTRY.names())  # the built-in scorers, in report order
 MANIA = Path(__file__).resolve().parent.parent / "configs" / "examples" / "mania_patient.yaml"
 LOOP_THRESHOLD = 0.7
 WINDOW = 6

@@ -128,7 +128,7 @@ async def test_the_persona_hears_the_adversary_and_the_judge_hears_it_asked(tmp_
         msgspec.json.decode(line)
         for line in (tmp_path / "rollout_000" / "trace.jsonl").read_bytes().splitlines()
     ]
-    asked = [e for e in trace if e["sender"] == "contradiction_trap" and e["reply_to"] is None]
+    asked = [e for e in trace if e["sender"] == "contradiction" and e["reply_to"] is None]
     assert asked and all(e["recipient"] == "judge" for e in asked)
     probes = [e for e in trace if e["body"]["type"] == "Probe"]
     assert [p["body"]["move"]["tactic"] for p in probes] == [
@@ -274,7 +274,8 @@ def test_run_with_the_trap_is_recorded_scored_and_reported(tmp_path):
         "adversary": "scripted/judge",  # the judge's model unless told otherwise
         "judge": "scripted/judge",
     }
-    assert run["adversaries"]["contradiction"]["version"] == "1.0"
+    assert run["responders"] == ["contradiction"]
+    assert run["settings"]["contradiction"]["version"] == "1.0"
     adv = json.loads((tmp_path / "adv" / "rollout_000" / "transcript.json").read_text())
     assert all(t["adversary"]["tactic"] in CONTRADICTION_TACTICS for t in adv["turns"])
     # scored exactly like a rollout with the helpful interlocutor
@@ -303,7 +304,8 @@ def test_adversary_model_and_both_from_the_command_line(tmp_path):
     assert result.exit_code == 0, result.output
     run = json.loads((tmp_path / "both" / "run.json").read_text())
     assert run["models"]["adversary"] == "scripted/paraphrase"
-    assert sorted(run["adversaries"]) == ["contradiction", "helpfulness"]
+    assert run["responders"] == ["contradiction", "helpfulness"]
+    assert sorted(run["settings"]) == ["contradiction", "helpfulness"]
     turns = json.loads((tmp_path / "both" / "rollout_000" / "transcript.json").read_text())["turns"]
     assert [t["adversary"]["adversary"] for t in turns] == ["contradiction", "helpfulness"] * 2
 

@@ -290,7 +290,7 @@ def test_diagram_names_all_eight_states():
     assert result.stdout.startswith("stateDiagram-v2")
     for state in STATES:
         assert state in result.stdout
-    assert "act --> act: candidate [rejected & retries_left]" in result.stdout
+    assert "act --> act: reprompt [rejected & retries left]" in result.stdout
     dot = CliRunner().invoke(cli, ["diagram", "--format", "dot"])
     assert dot.exit_code == 0 and dot.stdout.startswith("digraph rollout")
 

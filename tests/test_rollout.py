@@ -16,7 +16,7 @@ from loom_sim.runtime.progress import NullProgress
 from loom_sim.runtime.rollout import Rollout
 from tests.factories import minimal
 from tests.fakes import turn_of
-from tests.harness import fakes, registry_for, run_rollout, spec_for
+from tests.harness import actor_kinds, fakes, models_of, run_rollout, spec_for
 
 MANIA = Path(__file__).parent.parent / "configs" / "examples" / "mania_patient.yaml"
 
@@ -156,7 +156,7 @@ class DeadLoopInterlocutor(Actor):
     async def handle(self, body: Body) -> Body | None:
         return None
 
-    async def serve(self, inbox) -> None:
+    async def serve(self, inbox, name) -> None:
         await trio.sleep(0)
         raise RuntimeError("actor loop crashed")
 
@@ -164,14 +164,15 @@ class DeadLoopInterlocutor(Actor):
 @pytest.mark.parametrize("actor", [CrashingInterlocutor, DeadLoopInterlocutor])
 async def test_a_crashing_actor_ends_the_rollout_in_error(tmp_path, marcus, actor):
     models = fakes()
-    rollout = Rollout(
-        spec_for(tmp_path, marcus, 3),
-        registry_for(models, interlocutor=lambda context, model: actor()),
-        RunBudget(),
-        NullProgress(),
-    )
-    with trio.fail_after(10):
-        transcript = await rollout.run()
+    with actor_kinds(interlocutor=lambda context: actor()) as cast:
+        rollout = Rollout(
+            spec_for(tmp_path, marcus, 3, cast=cast),
+            models_of(models),
+            RunBudget(),
+            NullProgress(),
+        )
+        with trio.fail_after(10):
+            transcript = await rollout.run()
     assert transcript.status == "error"
     assert transcript.turns == []
     assert ("division by zero" in transcript.error) or ("actor loop crashed" in transcript.error)
@@ -189,13 +190,14 @@ class EchoInterlocutor(Actor):
 
 async def test_actors_can_be_swapped_without_touching_the_machine(tmp_path, marcus):
     models = fakes()
-    rollout = Rollout(
-        spec_for(tmp_path, marcus, 3),
-        registry_for(models, interlocutor=lambda context, model: EchoInterlocutor()),
-        RunBudget(),
-        NullProgress(),
-    )
-    transcript = await rollout.run()
+    with actor_kinds(interlocutor=lambda context: EchoInterlocutor()) as cast:
+        rollout = Rollout(
+            spec_for(tmp_path, marcus, 3, cast=cast),
+            models_of(models),
+            RunBudget(),
+            NullProgress(),
+        )
+        transcript = await rollout.run()
     assert [t.interlocutor for t in transcript.turns] == [
         f"echo: {t.persona}" for t in transcript.turns
     ]

@@ -14,8 +14,11 @@ from loom_sim.cli import cli
 from loom_sim.models.base import ModelRequest
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.scripted import ScriptedClient
+from loom_sim.plugins.scorers import SCORERS as REGISTRY
 from loom_sim.scoring import measures
-from loom_sim.scoring.engine import SCORERS, ScoreOptions, score_run
+from loom_sim.scoring.engine import ScoreOptions, score_run
+
+SCORERS = REGISTRY.names()
 
 ROOT = Path(__file__).parent.parent
 MANIA = ROOT / "configs" / "examples" / "mania_patient.yaml"
@@ -156,7 +159,16 @@ def test_aggregates_by_rollout_and_phase(tmp_path):
     scores = transcript(run_dir)["scores"]
     assert set(scores["aggregates"]) == set(SCORERS)
     adherence = scores["aggregates"]["persona_adherence"]
-    assert adherence == {"mean": 1.0, "std": 0.0, "min": 1.0, "max": 1.0, "n": 6, "failed": 0}
+    assert adherence == {
+        "mean": 1.0,
+        "std": 0.0,
+        "min": 1.0,
+        "max": 1.0,
+        "n": 6,
+        "failed": 0,
+        "value": 1.0,  # the headline: the scorer's aggregation (mean) of its values
+        "aggregation": "mean",
+    }
     assert set(scores["by_phase"]) == {t["phase"] for t in transcript(run_dir)["turns"]}
     first_phase = transcript(run_dir)["turns"][0]["phase"]
     assert scores["trajectory_gap"][first_phase]["belief_intensity"] == pytest.approx(0.4, abs=0.05)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import jinja2
 from pydantic import Field, field_validator, model_validator
@@ -234,3 +234,24 @@ def load_adversary(path: str | Path, kind: AdversaryKind | None = None) -> Adver
         issue = Issue(("kind",), message, *((where.line, where.column) if where else ()))
         raise ConfigError(str(path), [issue])
     return config
+
+
+def for_run(kind: AdversaryKind, config_path: Path, persona_config: Any) -> AdversaryConfig:
+    """The ``kind`` adversary config a run of ``persona_config`` uses: from the folder its
+    ``evaluation.adversary.config_dir`` names (relative to the config file), else the shipped
+    one."""
+    from loom_sim.errors import LoomError
+    from loom_sim.resources import shipped_dir
+
+    spec = persona_config.evaluation.adversary
+    folder = config_path.parent / spec.config_dir if spec.config_dir else shipped_dir("adversaries")
+    path = folder / f"{kind.value}.yaml"
+    if not path.is_file():
+        where = (
+            "evaluation.adversary.config_dir" if spec.config_dir else "loom-sim's shipped folder"
+        )
+        raise LoomError(
+            f"{path}: no {kind.value} adversary config there ({where}); "
+            "copy one from loom-sim's configs/adversaries"
+        )
+    return load_adversary(path, kind)

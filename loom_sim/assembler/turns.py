@@ -14,7 +14,7 @@ import msgspec
 
 from loom_sim.assembler.injection import InjectionKind, InjectionScheduler
 from loom_sim.assembler.intensity import IntensityResolver, level_of
-from loom_sim.assembler.phases import PhaseSchedule, PhaseWindow
+from loom_sim.assembler.phases import PhaseSchedule
 from loom_sim.assembler.prompt_builder import PromptBlocks, PromptBuilder, RevelationChoice
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config.spec import LoomConfig, TrajectoryMode
@@ -131,6 +131,3 @@ class Assembler:
             return []
         reached = {self.phases.at(t).index for t in range(self.turns)}
         return [p.name for i, p in enumerate(self.config.trajectory.phases) if i not in reached]
-
-    def phase_window(self, turn: int) -> PhaseWindow:
-        return self.phases.at(turn)

@@ -77,6 +77,7 @@ def _register() -> None:
         dry_run,
         imports,
         inspect,
+        plugins,
         port,
         probe,
         report,
@@ -101,6 +102,7 @@ def _register() -> None:
     cli.add_command(imports.import_)
     cli.add_command(port.port)
     cli.add_command(probe.probe)
+    cli.add_command(plugins.plugins)
 
 
 _register()

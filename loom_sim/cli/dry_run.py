@@ -8,6 +8,7 @@ import msgspec
 from loom_sim.assembler import Assembler, InjectionKind, TurnPlan
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import load_config
+from loom_sim.resources import find
 
 
 @click.command("dry-run")
@@ -33,7 +34,7 @@ from loom_sim.config import load_config
 )
 def dry_run(config_path: str, turns: int | None, fmt: str, full: bool) -> None:
     """Show each turn's phase, intensities, injection and assembled prompt."""
-    config = load_config(config_path)
+    config = load_config(find(config_path, "examples", "ported"))
     assembler = Assembler(config, turns)
     plans = assembler.plans()
     empty = assembler.empty_phases()

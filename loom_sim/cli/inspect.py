@@ -9,18 +9,15 @@ from pathlib import Path
 import click
 import msgspec
 
+from loom_sim.cli.options import RegistryChoice
 from loom_sim.errors import LoomError
-from loom_sim.machines import rollout as rollout_machine
+from loom_sim.machines.engine import MACHINES
 from loom_sim.store.artifacts import TRACE_FILE
 from loom_sim.store.trace import read_trace, summarize
 
-MACHINES = {"rollout": rollout_machine}
-
 
 @click.command()
-@click.option(
-    "--machine", type=click.Choice(sorted(MACHINES)), default="rollout", show_default=True
-)
+@click.option("--machine", type=RegistryChoice.of(MACHINES), default="rollout", show_default=True)
 @click.option(
     "--format",
     "fmt",
@@ -33,7 +30,7 @@ MACHINES = {"rollout": rollout_machine}
 )
 def diagram(machine: str, fmt: str, output: Path | None) -> None:
     """Export a state machine: mermaid text, Graphviz dot source, or svg (needs Graphviz)."""
-    module = MACHINES[machine]
+    spec = MACHINES.get(machine)
     if fmt == "svg":
         dot = shutil.which("dot")
         if dot is None:
@@ -42,13 +39,13 @@ def diagram(machine: str, fmt: str, output: Path | None) -> None:
                 "--format mermaid or dot need nothing"
             )
         result = subprocess.run(
-            [dot, "-Tsvg"], input=module.diagram("dot"), capture_output=True, text=True, check=False
+            [dot, "-Tsvg"], input=spec.diagram("dot"), capture_output=True, text=True, check=False
         )
         if result.returncode != 0:
             raise LoomError(f"dot failed: {result.stderr.strip()}")
         text = result.stdout
     else:
-        text = module.diagram(fmt)
+        text = spec.diagram(fmt)
     if output:
         output.write_text(text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)

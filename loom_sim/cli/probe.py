@@ -10,6 +10,7 @@ from typing import Any
 import click
 import trio
 
+from loom_sim.cli.options import base_url_option, concurrency_option, timeout_option
 from loom_sim.errors import LoomError
 from loom_sim.probe.plan import DEFAULT_MODEL, ProbeOptions, make_hub, plan_probe, write_plan
 from loom_sim.probe.progress import PlainProbeProgress, RichProbeProgress
@@ -17,6 +18,7 @@ from loom_sim.probe.records import MODES
 from loom_sim.probe.runner import execute
 from loom_sim.probe.summary import load_logs, write_summary
 from loom_sim.probe.summary_md import percent, rate_of
+from loom_sim.resources import find
 
 # Options that define a probe; --summary-only takes none of them.
 _DEFINING = (
@@ -33,7 +35,7 @@ _DEFINING = (
 
 @click.command()
 @click.argument(
-    "config_path", metavar="PROBE_CONFIG", required=False, type=click.Path(path_type=Path)
+    "config_path", metavar="PROBE_CONFIG", required=False, type=click.Path(path_type=str)
 )
 @click.option("--target", metavar="SPEC", help=f"Model under test (default {DEFAULT_MODEL}).")
 @click.option(
@@ -50,14 +52,7 @@ _DEFINING = (
     "--runs", "-n", type=click.IntRange(min=1), help="Runs per mode (default: the config's)."
 )
 @click.option("--seed", type=int, help="Fixes every random choice (default: random, recorded).")
-@click.option(
-    "--concurrency",
-    "-j",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Static and adaptive runs at once (the bandit runs one at a time).",
-)
+@concurrency_option("Static and adaptive runs at once (the bandit runs one at a time).")
 @click.option(
     "--bandit-state",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -65,15 +60,8 @@ _DEFINING = (
     "(default results/probe-state/<config>--<target>.json).",
 )
 @click.option("--target-system", metavar="TEXT", help="System prompt of the target.")
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible server for openai/ models.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=120.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Longest wait for one model call before it is retried.",
-)
+@base_url_option()
+@timeout_option()
 @click.option(
     "--output",
     "-o",
@@ -88,14 +76,16 @@ _DEFINING = (
     help="Run nothing: rebuild DIR's summary from its logs and print it.",
 )
 def probe(
-    config_path: Path | None,
+    config_path: str | None,
     summary_only: Path | None,
     concurrency: int,
     base_url: str | None,
     timeout: float,
     **defining: Any,
 ) -> None:
-    """Probe a target for self-contradictions: N two-turn conversations per mode."""
+    """Probe a target for self-contradictions: N two-turn conversations per mode.
+    PROBE_CONFIG is a file or a shipped prompt set's name (moral_dilemmas, factual_pressure,
+    combined)."""
     if summary_only is not None:
         given = [f"--{n.replace('_', '-')}" for n in _DEFINING if defining.get(n)]
         if config_path is not None or given:
@@ -121,7 +111,7 @@ def probe(
         timeout_s=timeout,
         output=defining["output"],
     )
-    plan = plan_probe(config_path, options, argv=sys.argv[1:])
+    plan = plan_probe(find(config_path, "probes"), options, argv=sys.argv[1:])
     hub = make_hub(plan)
     write_plan(plan)
     click.echo(f"probe directory: {plan.dir}", err=True)

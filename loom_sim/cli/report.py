@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 
 from loom_sim.errors import LoomError
-from loom_sim.store.artifacts import RUN_FILE, TRANSCRIPT_FILE
+from loom_sim.store.artifacts import TRANSCRIPT_FILE
+from loom_sim.store.run_file import RUN_FILE
 
 
 @click.command()

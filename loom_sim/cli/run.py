@@ -8,9 +8,26 @@ from pathlib import Path
 import click
 import trio
 
+from loom_sim.cli.options import (
+    RegistryChoice,
+    base_url_option,
+    concurrency_option,
+    timeout_option,
+)
 from loom_sim.errors import LoomError
+from loom_sim.models.pricing import Price
+from loom_sim.plugins.actors import adversaries, responders
+from loom_sim.resources import find
 from loom_sim.runtime.progress import PlainProgress, RichProgress
-from loom_sim.runtime.run import RunOptions, execute, make_hub, plan_resume, plan_run, write_plan
+from loom_sim.runtime.run import (
+    RunOptions,
+    execute,
+    make_hub,
+    plan_resume,
+    plan_run,
+    unknown_prices,
+    write_plan,
+)
 
 # Options that define a run; --resume takes them from run.json instead.
 _DEFINING = (
@@ -27,7 +44,39 @@ _DEFINING = (
     "max_runtime",
     "adversary",
     "adversary_model",
+    "responder",
+    "model",
+    "price",
 )
+
+_ADVERSARY = RegistryChoice("adversary", lambda: ["none", *(a.name for a in adversaries()), "both"])
+_RESPONDER = RegistryChoice("responder", lambda: [r.name for r in responders()])
+
+
+def _pairs(values: tuple[str, ...], flag: str, meaning: str) -> dict[str, str]:
+    found = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key or not rest:
+            raise LoomError(f"{flag} {value!r}: write it as {meaning}")
+        found[key.strip()] = rest.strip()
+    return found
+
+
+def _prices(values: tuple[str, ...]) -> dict[str, Price]:
+    prices = {}
+    for spec, text in _pairs(values, "--price", "SPEC=IN/OUT, e.g. openai/x=2.5/10").items():
+        try:
+            given, taken = (float(x) for x in text.split("/"))
+        except ValueError:
+            raise LoomError(
+                f"--price {spec}={text}: write the USD per million input and output tokens as "
+                "IN/OUT, e.g. 2.5/10"
+            ) from None
+        if given < 0 or taken < 0:
+            raise LoomError(f"--price {spec}={text}: prices cannot be negative")
+        prices[spec] = Price(given, taken)
+    return prices
 
 
 @click.command()
@@ -53,8 +102,9 @@ _DEFINING = (
 )
 @click.option(
     "--adversary",
-    type=click.Choice(["none", "contradiction", "helpfulness", "both"]),
-    help="An adversary in place of the interlocutor (default: the config's, else none).",
+    type=_ADVERSARY,
+    help="An adversary in place of the interlocutor; both: every adversary in turn "
+    "(default: the config's, else none).",
 )
 @click.option(
     "--adversary-model",
@@ -62,29 +112,38 @@ _DEFINING = (
     help="Model wording the adversary's probes (default: the config's, else the judge's).",
 )
 @click.option(
-    "--base-url",
-    metavar="URL",
-    help="OpenAI-compatible server for openai/ models (else OPENAI_BASE_URL).",
+    "--responder",
+    type=_RESPONDER,
+    multiple=True,
+    help="Who answers the persona, by registered name; repeat for several in rotation "
+    "(overrides --adversary).",
 )
+@click.option(
+    "--model",
+    "model",
+    metavar="ROLE=SPEC",
+    multiple=True,
+    help="The model of any role (persona, interlocutor, judge, adversary, or a responder's).",
+)
+@click.option(
+    "--price",
+    metavar="SPEC=IN/OUT",
+    multiple=True,
+    help="A model's price in USD per million input/output tokens (for --max-cost).",
+)
+@base_url_option()
 @click.option(
     "--output",
     "-o",
     type=click.Path(file_okay=False, path_type=Path),
     help="Run directory (default results/<config>-<hash>-<time>).",
 )
-@click.option(
-    "--concurrency",
-    "-j",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Rollouts running at once.",
-)
+@concurrency_option("Rollouts running at once.")
 @click.option(
     "--max-cost",
     type=click.FloatRange(min=0),
     metavar="USD",
-    help="Stop rollouts once the run has spent this much.",
+    help="Stop rollouts once the run has spent this much (every model needs a price).",
 )
 @click.option(
     "--max-runtime",
@@ -92,12 +151,7 @@ _DEFINING = (
     metavar="SECONDS",
     help="Stop rollouts after this long.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    metavar="SECONDS",
-    help="Longest wait for one model call before it is retried (default 120).",
-)
+@timeout_option(default=None)
 @click.option("--no-score", is_flag=True, help="Skip scoring (and the report) at the end.")
 @click.option(
     "--resume",
@@ -113,11 +167,10 @@ def run(
     no_score: bool,
     **defining,
 ) -> None:
-    """Run rollouts of CONFIG; every completed turn is written as it completes."""
+    """Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn is
+    written as it completes."""
     if resume is not None:
-        given = [
-            f"--{name.replace('_', '-')}" for name in _DEFINING if defining.get(name) is not None
-        ]
+        given = [f"--{name.replace('_', '-')}" for name in _DEFINING if defining.get(name)]
         if config_path or given:
             raise LoomError(
                 "--resume continues a run with the settings in its run.json; leave out "
@@ -143,9 +196,18 @@ def run(
             timeout_s=defining["timeout"] or 120.0,
             adversary=defining["adversary"],
             adversary_model=defining["adversary_model"],
+            responders=tuple(defining["responder"]),
+            role_models=_pairs(defining["model"], "--model", "ROLE=SPEC, e.g. judge=openai/x"),
+            prices=_prices(defining["price"]),
         )
-        plan = plan_run(config_path, options, argv=sys.argv[1:])
+        plan = plan_run(find(config_path, "examples", "ported"), options, argv=sys.argv[1:])
     hub = make_hub(plan)
+    for spec in unknown_prices(hub, plan.models):
+        click.echo(
+            f"note: {spec} has no known price: its cost is recorded as unknown "
+            "(give --price SPEC=IN/OUT or the config's models.pricing to count it)",
+            err=True,
+        )
     write_plan(plan)
     click.echo(f"run directory: {plan.dir}", err=True)
     try:

@@ -7,20 +7,25 @@ from pathlib import Path
 import click
 import trio
 
-from loom_sim.config import LoomConfig
+from loom_sim.cli.options import base_url_option, concurrency_option, timeout_option
 from loom_sim.runtime.run import hub_for
-from loom_sim.scoring.engine import ScoreOptions, score_run
-from loom_sim.store.artifacts import read_run_file
+from loom_sim.scoring.engine import ScoreOptions, ScoreSummary, score_run
+from loom_sim.store.run_file import read_run
 
 
 def score_directory(
     run_dir: Path, options: ScoreOptions, base_url: str | None = None, timeout_s: float = 120.0
-):
-    record = read_run_file(run_dir)
-    config = LoomConfig.model_validate(record["config"])
-    hub = hub_for(config, base_url or record.get("base_url"), options.concurrency, timeout_s)
+) -> ScoreSummary:
+    record = read_run(run_dir)
+    hub = hub_for(
+        record.loom_config,
+        base_url or record.base_url,
+        options.concurrency,
+        timeout_s,
+        record.prices,
+    )
 
-    async def main():
+    async def main() -> ScoreSummary:
         try:
             return await score_run(run_dir, hub, options)
         finally:
@@ -39,22 +44,9 @@ def score_directory(
     help="Turns the judge sees (default: the config's judge_window).",
 )
 @click.option("--force", is_flag=True, help="Rescore turns that already have scores.")
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible server for openai/ judges.")
-@click.option(
-    "--concurrency",
-    "-j",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Rollouts scored at once.",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=120.0,
-    metavar="SECONDS",
-    help="Longest wait for one judge call.",
-)
+@base_url_option()
+@concurrency_option("Rollouts scored at once.")
+@timeout_option()
 def score(run_dir: Path, judge_model, judge_window, force, base_url, concurrency, timeout) -> None:
     """Score every turn of RUN_DIR; scored turns are skipped unless --force."""
     options = ScoreOptions(judge_model, judge_window, force, concurrency)

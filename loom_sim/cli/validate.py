@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from loom_sim.config import ConfigError, LoomConfig, load_config
+from loom_sim.errors import LoomError
+from loom_sim.resources import find
 
 
 def summary(config: LoomConfig) -> str:
@@ -20,17 +22,23 @@ def summary(config: LoomConfig) -> str:
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
 def validate(files: tuple[str, ...]) -> None:
-    """Check config files; print each problem as file:line:column: field: what is wrong."""
+    """Check config files (or shipped examples by name); print each problem as
+    file:line:column: field: what is wrong."""
     failed = 0
     problems = 0
     for path in files:
         try:
-            config = load_config(path)
+            config = load_config(find(path, "examples", "ported"))
         except ConfigError as err:
             failed += 1
             problems += len(err.issues)
             for issue in err.issues:
                 click.echo(click.style(issue.render(err.source), fg="red"))
+            continue
+        except LoomError as err:  # no such file, and no shipped config of that name
+            failed += 1
+            problems += 1
+            click.echo(click.style(str(err), fg="red"))
             continue
         click.echo(f"{path}: ok — {summary(config)}")
     if failed:

@@ -25,12 +25,13 @@ from loom_sim.errors import LoomError
 from loom_sim.report.data import (
     EMBEDDED_JUDGE,
     EMBEDDED_NOTICE,
-    SCORER_ORDER,
     load_transcript,
     partial_transcript,
+    scorer_order,
 )
-from loom_sim.store.artifacts import RUN_FILE, TRANSCRIPT_FILE, TURNS_FILE, read_run_file
+from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.records import Transcript, TurnRecord
+from loom_sim.store.run_file import RUN_FILE, RunRecord, read_run
 
 PAGE_AFTER = 10  # more turns than this on a terminal go through the pager
 _SLICE = re.compile(r"^\s*(-?\d+)?\s*(?::\s*(-?\d+)?\s*)?$")
@@ -49,9 +50,9 @@ def parse_turns(text: str | None) -> slice:
     return slice(start, end)
 
 
-def _run_record(rollout_dir: Path) -> dict | None:
+def _run_record(rollout_dir: Path) -> RunRecord | None:
     try:
-        return read_run_file(rollout_dir.parent)
+        return read_run(rollout_dir.parent)
     except LoomError:
         return None
 
@@ -108,8 +109,8 @@ def _intensities(record: TurnRecord) -> Text:
 
 def _scores(record: TurnRecord) -> Text:
     text = Text()
-    names = [s for s in SCORER_ORDER if s in record.scores]
-    names += sorted(s for s in record.scores if s not in SCORER_ORDER)
+    names = [s for s in scorer_order() if s in record.scores]
+    names += sorted(s for s in record.scores if s not in scorer_order())
     for k, name in enumerate(names):
         score = record.scores[name]
         if k:

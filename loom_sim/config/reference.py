@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from loom_sim.config.spec import LoomConfig
+from loom_sim.config.spec import LoomConfig, ScorerSettings, ScoringSpec
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (scripts/gen-docs) -->"
 END = "<!-- END GENERATED REFERENCE -->"
@@ -31,6 +31,9 @@ def _collect(model: type[BaseModel], path: str, out: list[str], seen: set) -> No
     if (model, path) in seen:
         return
     seen.add((model, path))
+    if model is ScoringSpec:
+        _scoring(path, out, seen)
+        return
     title = path or "top level"
     lines = [f"### `{title}`" if path else "### Top level"]
     doc = (model.__doc__ or "").strip()
@@ -142,3 +145,23 @@ def _default(field: Any) -> str:
     if isinstance(value, str) and len(value) > 40:
         return "(text, see example)"
     return f"`{value}`" if not isinstance(value, str) else f'`"{value}"`'
+
+
+def _scoring(path: str, out: list[str], seen: set) -> None:
+    """``evaluation.scoring``: one key per registered scorer (the registry is the list), then
+    a table per kind of settings."""
+    from loom_sim.plugins.scorers import SCORERS
+
+    doc = " ".join((ScoringSpec.__doc__ or "").split())
+    lines = [f"### `{path}`", "", doc, "", "| key | scorer | judge | meaning |"]
+    lines.append("| --- | --- | --- | --- |")
+    settings: dict[type[BaseModel], list[str]] = {}
+    for info in SCORERS:
+        judged = "yes" if info.needs_judge else "no"
+        summary = info.summary.replace("|", "\\|")
+        lines.append(f"| `{info.config_key}` | {info.name} | {judged} | {summary} |")
+        settings.setdefault(info.settings or ScorerSettings, []).append(info.config_key)
+    out.append("\n".join(lines))
+    for model, keys in settings.items():
+        shown = keys[0] if len(keys) == 1 else "<scorer>"
+        _collect(model, f"{path}.{shown}", out, seen)

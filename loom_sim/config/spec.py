@@ -12,27 +12,32 @@ field at fault and still run when another section has errors.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializeAsAny,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from loom_sim.models.providers import PROVIDERS
 
 SCHEMA_VERSIONS = ("0.1.0",)
 """Config formats this version of loom-sim reads."""
 
 CURRENT_SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
-
-MODEL_PROVIDERS = ("local", "openai", "anthropic", "scripted")
 
 Intensity = Annotated[float, Field(ge=0.0, le=1.0)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -556,58 +561,155 @@ def _check_model_spec(spec: str | None) -> str | None:
     if spec is None:
         return spec
     provider, sep, name = spec.partition("/")
-    if not sep or not name or provider not in MODEL_PROVIDERS:
+    if not sep or not name or provider not in PROVIDERS:
         raise ValueError(
             f"model {spec!r} is not a model spec: write <provider>/<model> with provider one of "
-            + ", ".join(MODEL_PROVIDERS)
+            + ", ".join(PROVIDERS.names())
             + " (e.g. local/smollm2, openai/gpt-4.1)"
         )
     return spec
 
 
-class ScorerSpec(Section):
+def _known_providers(value: dict[str, int]) -> dict[str, int]:
+    unknown = [name for name in value if name not in PROVIDERS]
+    if unknown:
+        raise ValueError(PROVIDERS.unknown(unknown[0]))
+    return value
+
+
+def _provider_names_schema(schema: dict[str, Any]) -> None:
+    schema["propertyNames"] = {"enum": PROVIDERS.names()}
+
+
+class ScorerSettings(Section):
+    """A scorer's section of ``evaluation.scoring``: every scorer has these."""
+
     enabled: bool = Field(True, description="Run this scorer.")
     description: str = Field("", description="A note for readers of the config and report.")
 
 
-class FidelityScorerSpec(ScorerSpec):
+class SampledScorerSettings(ScorerSettings):
+    """A scorer that scores a seeded sample of turns (its judge calls cost the most)."""
+
     sample_rate: float = Field(
-        0.3, gt=0.0, le=1.0, description="Fraction of turns scored for fidelity (seeded sample)."
+        0.3, gt=0.0, le=1.0, description="Fraction of turns scored (seeded sample)."
+    )
+
+
+def _scorer_settings(info: Any) -> type[ScorerSettings]:
+    settings = info.settings or ScorerSettings
+    if not (isinstance(settings, type) and issubclass(settings, ScorerSettings)):
+        raise TypeError(f"scorer {info.name!r}: its settings must subclass ScorerSettings")
+    return settings
+
+
+def _scoring_schema(schema: dict[str, Any], handler: Any) -> None:
+    # The JSON Schema lists the registered scorers, each with its own settings' schema.
+    from loom_sim.plugins.scorers import SCORERS
+
+    properties = {}
+    for info in SCORERS:
+        sub = _scorer_settings(info).model_json_schema()
+        sub.pop("title", None)
+        sub["description"] = info.summary or sub.get("description", "")
+        properties[info.config_key] = sub
+    schema.clear()
+    schema.update(
+        {
+            "type": "object",
+            "description": "Which scorers run, by name (see docs/scoring.md); each has its "
+            "own settings.",
+            "properties": properties,
+            "additionalProperties": False,
+        }
     )
 
 
 class ScoringSpec(Section):
-    persona_adherence: ScorerSpec = Field(
-        default_factory=ScorerSpec, description="Identity, capability bounds, speech, boundaries."
+    """Every registered scorer's settings, by its config key (absent: the defaults).
+
+    The keys and their settings come from the scorer registry, so a scorer a package adds is
+    configured here like loom-sim's own, and a misspelled key is an error at its line.
+    """
+
+    model_config = ConfigDict(
+        extra="allow", frozen=True, json_schema_extra=_scoring_schema, title="ScoringSpec"
     )
-    trajectory_adherence: ScorerSpec = Field(
-        default_factory=ScorerSpec, description="Prescribed vs expressed intensity."
-    )
-    naturalness: ScorerSpec = Field(
-        default_factory=ScorerSpec, description="Variety; no formulaic or robotic output."
-    )
-    stagnation: ScorerSpec = Field(
-        default_factory=ScorerSpec, description="Agreement loops, novelty, initiative, convergence."
-    )
-    fidelity: FidelityScorerSpec = Field(
-        default_factory=FidelityScorerSpec, description="Did the persona follow its MUST DO block?"
-    )
-    consistency: ScorerSpec = Field(
-        default_factory=ScorerSpec,
-        description="Prompt-to-line, line-to-line and Q&A consistency.",
+    __pydantic_extra__: dict[str, SerializeAsAny[ScorerSettings]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _by_registry(cls, data: Any) -> Any:
+        from loom_sim.plugins.scorers import SCORERS
+
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            return data  # pydantic reports the wrong type
+        by_key = {info.config_key: info for info in SCORERS}
+        errors: list[InitErrorDetails] = []
+        settings: dict[str, Any] = {}
+        for key, value in data.items():
+            info = by_key.get(key)
+            if info is None:
+                close = difflib.get_close_matches(str(key), list(by_key), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                message = f"unknown scorer {key!r}{hint}; scorers: {', '.join(by_key)}"
+                errors.append(_error((key,), message, value))
+                continue
+            try:
+                settings[key] = _scorer_settings(info).model_validate(
+                    {} if value is None else value
+                )
+            except ValidationError as err:
+                errors += [
+                    InitErrorDetails(
+                        type=PydanticCustomError(e["type"], e["msg"]),
+                        loc=(key, *e["loc"]),
+                        input=e.get("input"),
+                    )
+                    for e in err.errors(include_url=False)
+                ]
+        if errors:
+            raise ValidationError.from_exception_data(cls.__name__, errors)
+        return {key: settings.get(key) or _scorer_settings(by_key[key])() for key in by_key}
+
+    def of(self, config_key: str) -> ScorerSettings:
+        """A scorer's settings (the defaults when the scorer was registered after this config
+        was validated)."""
+        from loom_sim.plugins.scorers import SCORERS
+
+        extra = self.__pydantic_extra__ or {}
+        if config_key in extra:
+            return extra[config_key]
+        info = next((i for i in SCORERS if i.config_key == config_key), None)
+        return _scorer_settings(info)() if info is not None else ScorerSettings()
+
+
+def _error(loc: tuple[Any, ...], message: str, value: Any) -> InitErrorDetails:
+    return InitErrorDetails(
+        type=PydanticCustomError("value_error", "{message}", {"message": message}),
+        loc=loc,
+        input=value,
     )
 
 
-class AdversaryType(StrEnum):
-    NONE = "none"
-    CONTRADICTION = "contradiction"
-    HELPFULNESS = "helpfulness"
-    BOTH = "both"
+def _adversary_choices() -> list[str]:
+    from loom_sim.plugins.actors import adversaries
+
+    return ["none", *(a.name for a in adversaries()), "both"]
+
+
+def _adversary_type_schema(schema: dict[str, Any]) -> None:
+    schema["enum"] = _adversary_choices()
 
 
 class AdversarySpec(Section):
-    type: AdversaryType = Field(
-        AdversaryType.NONE, description="Which adversary replaces the interlocutor."
+    type: str = Field(
+        "none",
+        description="Which adversary replaces the interlocutor: `none`, an adversary's name "
+        "(`loom-sim run --help` lists them), or `both` (every adversary, in turn).",
+        json_schema_extra=_adversary_type_schema,
     )
     model: str | None = Field(
         None,
@@ -625,6 +727,14 @@ class AdversarySpec(Section):
     @classmethod
     def _model_spec(cls, value: str | None) -> str | None:
         return _check_model_spec(value)
+
+    @field_validator("type")
+    @classmethod
+    def _known_adversary(cls, value: str) -> str:
+        choices = _adversary_choices()
+        if value not in choices:
+            raise ValueError(f"unknown adversary {value!r}; use one of {', '.join(choices)}")
+        return value
 
 
 class EvaluationSpec(Section):
@@ -674,9 +784,10 @@ class ModelsSpec(Section):
     context_tokens: dict[str, Annotated[int, Field(ge=256)]] = Field(
         default_factory=dict, description="Model spec -> context window, overriding the default."
     )
-    provider_concurrency: dict[
-        Literal["openai", "anthropic", "local", "scripted"], Annotated[int, Field(ge=1)]
+    provider_concurrency: Annotated[
+        dict[str, Annotated[int, Field(ge=1)]], AfterValidator(_known_providers)
     ] = Field(
+        json_schema_extra=_provider_names_schema,
         default_factory=dict,
         description="Provider -> most calls in flight at once (default: enough for --concurrency "
         "rollouts; local: 1).",

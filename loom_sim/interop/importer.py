@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from loom_sim import __version__
 from loom_sim.assembler.intensity import level_of
@@ -27,6 +26,7 @@ from loom_sim.models.base import Usage
 from loom_sim.runtime.run import DEFAULT_MODEL, versions
 from loom_sim.store.artifacts import RolloutFiles, config_hash, rollout_dir, write_json
 from loom_sim.store.records import Transcript, TurnRecord
+from loom_sim.store.run_file import RUN_FILE, RunRecord
 
 IMPORTED = "imported"  # the provider part of a model that cannot be called again
 
@@ -76,43 +76,38 @@ def import_transcripts(
 def _write_run(
     target: Path, config: LoomConfig, profile: str, schedule: str, members: list[BenchTranscript]
 ) -> ImportedRun:
-    if (target / "run.json").exists():
+    if (target / RUN_FILE).exists():
         raise LoomError(f"{target} already holds a run; import into a new directory")
     target.mkdir(parents=True, exist_ok=True)
     run = ImportedRun(target, profile, schedule)
     turns = max((t.planned_turns or len(t.turns)) for t in members)
     config_data = config.model_dump(mode="json")
     interlocutors = sorted({_spec(t.model) for t in members})
-    record: dict[str, Any] = {
-        "loom_sim_version": __version__,
-        "schema_version": CURRENT_SCHEMA_VERSION,
-        "template_version": TEMPLATE_VERSION,
-        "rubric_version": RUBRIC_VERSION,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "config_path": f"psychosis-bench:{profile}",
-        "config_name": f"{profile}.{schedule}",
-        "config_sha256": config_hash(config_data),
-        "seed": 0,
-        "turns": turns,
-        "rollouts": len(members),
-        "concurrency": 4,
-        "models": {
+    record = RunRecord(
+        loom_sim_version=__version__,
+        schema_version=CURRENT_SCHEMA_VERSION,
+        template_version=TEMPLATE_VERSION,
+        rubric_version=RUBRIC_VERSION,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        config_path=f"psychosis-bench:{profile}",
+        config_name=f"{profile}.{schedule}",
+        config_sha256=config_hash(config_data),
+        seed=0,
+        turns=turns,
+        rollouts=len(members),
+        models={
             "persona": _spec(members[0].patient_model),
             "interlocutor": interlocutors[0]
             if len(interlocutors) == 1
             else "several (per rollout)",
             "judge": DEFAULT_MODEL,
         },
-        "interlocutor_system_prompt": "(as in the psychosis-bench run)",
-        "base_url": None,
-        "budgets": {"max_cost_usd": None, "max_runtime_s": None},
-        "timeout_s": 120.0,
-        "argv": [],
-        "versions": versions(),
-        "imported_from": [str(t.path) for t in members],
-        "config": config_data,
-    }
-    write_json(target / "run.json", record)
+        interlocutor_system_prompt="(as in the psychosis-bench run)",
+        versions=versions(),
+        imported_from=[str(t.path) for t in members],
+        config=config_data,
+    )
+    write_json(target / RUN_FILE, record)
     for index, source in enumerate(members):
         files = RolloutFiles(rollout_dir(target, index))
         files.write_transcript(_transcript(index, source, config, turns))

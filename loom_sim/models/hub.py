@@ -23,25 +23,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import trio
 
 from loom_sim.models._http import HTTPPool, check_base_url
-from loom_sim.models.anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicClient
 from loom_sim.models.base import MissingAPIKey, ModelClient, ModelError
-from loom_sim.models.local import LocalLlamaClient, resolve_local_path
-from loom_sim.models.openai import DEFAULT_OPENAI_BASE_URL, OpenAIClient
 from loom_sim.models.pricing import Price, PriceTable
+from loom_sim.models.providers import PROVIDERS, ClientOptions, Provider, Sharing
 from loom_sim.models.retry import RetryPolicy
-from loom_sim.models.scripted import BUILTIN_SCRIPTS, SCRIPT_SUFFIXES, ScriptedClient
 
-__all__ = ["DEFAULT_PROVIDER_CONCURRENCY", "PROVIDERS", "ModelHub", "ModelSpec", "parse_spec"]
-
-PROVIDERS = ("local", "openai", "anthropic", "scripted")
-DEFAULT_PROVIDER_CONCURRENCY = {"openai": 64, "anthropic": 16, "local": 1, "scripted": 256}
-_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+__all__ = ["ModelHub", "ModelSpec", "parse_spec"]
 
 
 @dataclass(frozen=True)
@@ -59,16 +51,16 @@ def parse_spec(spec: str) -> ModelSpec:
     """Split and validate the shape of a spec string (no files or keys checked)."""
     if not isinstance(spec, str) or not spec.strip():
         raise ModelError("a model spec is empty; write it as provider/name, e.g. openai/gpt-4.1.")
+    known = ", ".join(PROVIDERS.names())
     if spec != spec.strip() or "/" not in spec:
         raise ModelError(
             f"model spec {spec!r} needs a provider: write it as provider/name "
-            f"(providers: {', '.join(PROVIDERS)}), e.g. openai/gpt-4.1 or local/smollm2."
+            f"(providers: {known}), e.g. openai/gpt-4.1 or local/smollm2."
         )
     provider, name = spec.split("/", 1)
     if provider not in PROVIDERS:
         raise ModelError(
-            f"model spec {spec!r} has an unknown provider {provider!r}; "
-            f"use one of {', '.join(PROVIDERS)}."
+            f"model spec {spec!r} has an unknown provider {provider!r}; use one of {known}."
         )
     if not name:
         raise ModelError(f"model spec {spec!r} names no model after {provider}/.")
@@ -102,15 +94,15 @@ class ModelHub:
             raise ValueError("rollouts_per_client must be at least 1")
         self._env = os.environ if env is None else env
         self.base_url = base_url
-        self.prices = PriceTable(prices)
+        self.prices = PriceTable(prices, free=[p.name for p in PROVIDERS if p.free])
         self._context_tokens = dict(context_tokens or {})
         self.timeout_s = timeout_s
         self.retry = retry if retry is not None else RetryPolicy(max_attempts=max_attempts)
-        concurrency = dict(DEFAULT_PROVIDER_CONCURRENCY)
+        concurrency = {p.name: p.concurrency for p in PROVIDERS}
         concurrency.update(provider_concurrency or {})
-        unknown = set(concurrency) - set(PROVIDERS)
+        unknown = sorted(set(concurrency) - set(PROVIDERS.names()))
         if unknown:
-            raise ValueError(f"provider_concurrency names unknown providers: {sorted(unknown)}")
+            raise ValueError(f"provider_concurrency names unknown providers: {unknown}")
         self.provider_concurrency = concurrency
         self.rollouts_per_client = rollouts_per_client
         # Two connections per rollout: a persona turn and a judge or monitor call may overlap.
@@ -134,40 +126,27 @@ class ModelHub:
 
     # ── validation ──
 
-    def _base_url(self, provider: str) -> str:
-        if provider == "openai":
-            return (
-                self.base_url or self._env.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-            ).rstrip("/")
-        return (self._env.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL).rstrip("/")
-
-    def _key(self, provider: str) -> str | None:
-        return self._env.get(_KEY_ENV[provider]) or None
+    def _base_url(self, provider: Provider) -> str:
+        """The server an HTTP provider's specs go to: the run's ``--base-url`` (for providers
+        that take it), the provider's environment variable, else its own API."""
+        assert provider.default_base_url is not None
+        given = self.base_url if provider.base_url_option else None
+        env = self._env.get(provider.base_url_env) if provider.base_url_env else None
+        return (given or env or provider.default_base_url).rstrip("/")
 
     def check(self, spec: str) -> ModelSpec:
         """Validate ``spec`` so that a run fails before its first call, not during it."""
         parsed = parse_spec(spec)
-        provider, name = parsed.provider, parsed.name
-        if provider == "local":
-            resolve_local_path(spec)
-        elif provider == "scripted":
-            if name not in BUILTIN_SCRIPTS:
-                path = Path(name).expanduser()
-                if path.suffix.lower() not in SCRIPT_SUFFIXES:
-                    raise ModelError(
-                        f"{spec}: unknown script; use one of {', '.join(BUILTIN_SCRIPTS)} "
-                        "or a .yaml/.yml/.json/.txt file."
-                    )
-                if not path.is_file():
-                    raise ModelError(f"{spec}: the script file {path} does not exist.")
-        else:
-            default = (
-                DEFAULT_OPENAI_BASE_URL if provider == "openai" else DEFAULT_ANTHROPIC_BASE_URL
-            )
+        provider = PROVIDERS.get(parsed.provider)
+        if provider.check is not None:
+            provider.check(spec, parsed.name)
+        if provider.http:
             base_url = check_base_url(spec, self._base_url(provider))
             # Local and self-hosted servers need no key; the provider's own API always does.
-            if base_url == default and self._key(provider) is None:
-                raise MissingAPIKey(f"{spec} needs an API key: set {_KEY_ENV[provider]}")
+            default = (provider.default_base_url or "").rstrip("/")
+            key = self._env.get(provider.key_env) if provider.key_env else None
+            if base_url == default and provider.key_env and not key:
+                raise MissingAPIKey(f"{spec} needs an API key: set {provider.key_env}")
         return parsed
 
     # ── clients ──
@@ -191,43 +170,38 @@ class ModelHub:
         return pool
 
     def client(self, spec: str, rollout_index: int = 0, role: str = "") -> ModelClient:
-        """The client for ``spec`` as used by ``role`` in rollout ``rollout_index`` (shared).
-
-        HTTP clients are shared by groups of rollouts (small pools); local models by role
-        (each role keeps its own llama.cpp prompt cache)."""
+        """The client for ``spec`` as used by ``role`` in rollout ``rollout_index`` (shared as
+        its provider says: HTTP clients by groups of rollouts, small pools; local models by
+        role, each role keeping its own llama.cpp prompt cache; the rest by run)."""
         if self._closed:
             raise ModelError(f"{spec}: the model hub of this run is already closed.")
-        provider = self.check(spec).provider
-        http = provider in ("openai", "anthropic")
-        group = rollout_index // self.rollouts_per_client if http else 0
-        slot = role if provider == "local" else ""
+        parsed = self.check(spec)
+        provider = PROVIDERS.get(parsed.provider)
+        group = (
+            rollout_index // self.rollouts_per_client
+            if provider.sharing is Sharing.ROLLOUT_GROUP
+            else 0
+        )
+        slot = role if provider.sharing is Sharing.ROLE else ""
         cached = self._clients.get((spec, group, slot))
         if cached is not None:
             return cached
-        ctx = self._context_tokens.get(spec)
-        client: ModelClient
-        if http:
-            base_url = self._base_url(provider)
-            cls = OpenAIClient if provider == "openai" else AnthropicClient
-            client = cls(
-                spec,
-                base_url=base_url,
+        base_url = self._base_url(provider) if provider.http else None
+        client = provider.make(
+            ClientOptions(
+                spec=spec,
+                name=parsed.name,
                 env=self._env,
-                pool=self._pool(provider, base_url, group),
                 timeout_s=self.timeout_s,
                 retry=self.retry,
-                limiter=self.limiter(provider),
+                limiter=self.limiter(provider.name),
                 prices=self.prices,
-                context_tokens=ctx,
+                context_tokens=self._context_tokens.get(spec),
+                base_url=base_url,
+                pool=self._pool(provider.name, base_url, group) if base_url else None,
+                slot=slot,
             )
-        elif provider == "local":
-            client = LocalLlamaClient(
-                spec, limiter=self.limiter("local"), context_tokens=ctx, slot=slot
-            )
-        else:
-            client = ScriptedClient(spec, limiter=self.limiter("scripted"))
-            if ctx:
-                client.context_tokens = ctx
+        )
         self._clients[(spec, group, slot)] = client
         return client
 

@@ -16,7 +16,7 @@ Dated snapshots match their family: ``anthropic/claude-opus-4-20250514`` is pric
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -76,7 +76,6 @@ DEFAULT_PRICES: dict[str, Price] = {
 
 # What may follow a family name: a snapshot date (2024-08-06, 20250514) or -latest.
 _SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)")
-_FREE_PROVIDERS = ("local/", "scripted/")
 
 
 def match_family(spec: str, table: Mapping[str, Any]) -> Any | None:
@@ -116,20 +115,27 @@ def _as_price(spec: str, value: Price | Mapping[str, Any]) -> Price:
 class PriceTable:
     """The defaults plus overrides; ``cost(spec, in, out)`` in USD or ``None`` if unknown."""
 
-    def __init__(self, overrides: Mapping[str, Price | Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        overrides: Mapping[str, Price | Mapping[str, Any]] | None = None,
+        free: Iterable[str] = (),
+    ) -> None:
+        """``free``: providers whose calls cost nothing (their specs' price is 0, not unknown)."""
+        self._free = tuple(f"{name}/" for name in free)
         self._prices: dict[str, Price] = dict(DEFAULT_PRICES)
         for spec, value in (overrides or {}).items():
             self._prices[spec] = _as_price(spec, value)
         self._cache: dict[str, Price | None] = {}
 
     def price(self, spec: str) -> Price | None:
-        """The price for ``spec``: 0 for local/scripted, ``None`` when not known."""
+        """The price for ``spec``: 0 for a free provider's (local, scripted), ``None`` when not
+        known."""
         try:
             return self._cache[spec]
         except KeyError:
             pass
         price = match_family(spec, self._prices)
-        if price is None and spec.startswith(_FREE_PROVIDERS):
+        if price is None and spec.startswith(self._free):
             price = Price(0.0, 0.0)
         self._cache[spec] = price
         return price

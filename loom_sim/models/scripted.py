@@ -14,8 +14,8 @@ and are reproducible:
 * ``scripted/judge`` answers a request for JSON with a seeded instance of the asked schema:
   a stand-in judge for demos and tests (its scores mean nothing);
 * ``scripted/probe-target`` and ``scripted/probe-judge``: the stand-in target of
-  ``loom-sim probe`` (seeded Turn-1 behaviour, reversals at known rates per strategy) and the
-  contradiction judge that reads its reversals (:mod:`loom_sim.probe.stand_ins`);
+  ``loom-sim probe`` and the contradiction judge that reads its reversals, registered by the
+  probe (:mod:`loom_sim.probe.stand_ins`) like any package's scripts, through :data:`SCRIPTS`;
 * ``scripted/<file>``: ``.yaml``/``.yml``/``.json`` holding ``responses: [...]`` or a bare
   list, or ``.txt`` with responses separated by blank lines. The response for a request is the
   one at index *number of assistant messages in the request* (cycling past the end), so a
@@ -33,6 +33,7 @@ import json
 import random
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +48,35 @@ from loom_sim.models.base import (
     Usage,
 )
 from loom_sim.models.json_repair import parse_for_schema
+from loom_sim.plugins import Plugin, Registry
 
-__all__ = ["BUILTIN_SCRIPTS", "ScriptedClient", "load_script", "varied_text"]
+__all__ = ["SCRIPTS", "Script", "ScriptedClient", "load_script", "script", "varied_text"]
 
-BUILTIN_SCRIPTS = ("echo", "varied", "paraphrase", "judge", "probe-target", "probe-judge")
 SCRIPT_SUFFIXES = (".yaml", ".yml", ".json", ".txt")
 
 Responder = Callable[[ModelRequest], str]
 FailureFactory = BaseException | type[BaseException] | Callable[[int], BaseException]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Script(Plugin):
+    """A named scripted model, ``scripted/<name>``: a pure function of the request."""
+
+    respond: Responder
+
+
+#: The built-in scripts, and any a package adds through the ``loom_sim.scripts`` entry points.
+SCRIPTS: Registry[Script] = Registry("scripted model", "loom_sim.scripts")
+
+
+def script(name: str, *, summary: str = "", order: int = 100) -> Callable[[Responder], Responder]:
+    """Register the decorated ``respond(request) -> str`` as ``scripted/<name>``."""
+
+    def register(respond: Responder) -> Responder:
+        SCRIPTS.add(Script(name=name, respond=respond, summary=summary, order=order))
+        return respond
+
+    return register
 
 
 # ─── scripts ────────────────────────────────────────────────────────────────
@@ -147,7 +169,10 @@ _PARAPHRASES = (
 )
 
 
-def _paraphrase(request: ModelRequest) -> str:
+@script(
+    "paraphrase", summary="reflects the last user message back in a few set phrasings", order=30
+)
+def paraphrase(request: ModelRequest) -> str:
     text = _last_user(request).strip()
     if not text:
         return "I'm listening."
@@ -155,11 +180,18 @@ def _paraphrase(request: ModelRequest) -> str:
     return _PARAPHRASES[_turn(request) % len(_PARAPHRASES)].format(text=text)
 
 
-def _echo(request: ModelRequest) -> str:
+@script("echo", summary="returns the last user message", order=10)
+def echo(request: ModelRequest) -> str:
     return _last_user(request)
 
 
-def _varied(request: ModelRequest) -> str:
+@script(
+    "varied",
+    summary="natural-looking sentences drawn by the request's seed and turn: the same seed "
+    "and turn give the same text",
+    order=20,
+)
+def varied(request: ModelRequest) -> str:
     return varied_text(request.seed, _turn(request))
 
 
@@ -186,34 +218,17 @@ def schema_instance(schema: dict[str, Any], rng: random.Random) -> Any:
     return rng.choice(["plausible", "in character", "somewhat repetitive", "consistent so far"])
 
 
-def _judge(request: ModelRequest) -> str:
+@script(
+    "judge",
+    summary="a stand-in judge: a seeded, schema-valid JSON answer (its scores mean nothing)",
+    order=40,
+)
+def judge(request: ModelRequest) -> str:
     """A stand-in judge: a seeded, schema-valid answer (JSON) when a schema is asked for."""
     rng = random.Random(request.seed)
     if request.json_schema is None:
         return "I would rate this as reasonable."
     return json.dumps(schema_instance(request.json_schema, rng))
-
-
-def _probe_target(request: ModelRequest) -> str:
-    from loom_sim.probe.stand_ins import default_target  # the probe's, imported when used
-
-    return default_target(request)
-
-
-def _probe_judge(request: ModelRequest) -> str:
-    from loom_sim.probe.stand_ins import judge_reply
-
-    return judge_reply(request)
-
-
-_BUILTINS: dict[str, Responder] = {
-    "echo": _echo,
-    "varied": _varied,
-    "paraphrase": _paraphrase,
-    "judge": _judge,
-    "probe-target": _probe_target,
-    "probe-judge": _probe_judge,
-}
 
 
 # ─── the client ─────────────────────────────────────────────────────────────
@@ -258,12 +273,12 @@ class ScriptedClient:
     @staticmethod
     def _from_spec(spec: str) -> Responder:
         name = spec.split("/", 1)[1] if "/" in spec else spec
-        if name in _BUILTINS:
-            return _BUILTINS[name]
+        if name in SCRIPTS:
+            return SCRIPTS.get(name).respond
         path = Path(name).expanduser()
         if path.suffix.lower() not in SCRIPT_SUFFIXES:
             raise ModelError(
-                f"{spec}: unknown script; use one of {', '.join(BUILTIN_SCRIPTS)} or a "
+                f"{spec}: unknown script; use one of {', '.join(SCRIPTS.names())} or a "
                 ".yaml/.yml/.json/.txt file."
             )
         if not path.is_file():

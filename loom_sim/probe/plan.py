@@ -24,7 +24,8 @@ from typing import Any
 from loom_sim import __version__
 from loom_sim.errors import LoomError
 from loom_sim.judging import contradiction
-from loom_sim.models.hub import DEFAULT_PROVIDER_CONCURRENCY, ModelHub
+from loom_sim.models.hub import ModelHub
+from loom_sim.models.providers import provider_limits
 from loom_sim.probe.config import ProbeConfig, load_probe_config
 from loom_sim.probe.followups import render_followup
 from loom_sim.probe.records import MODES, log_path
@@ -189,10 +190,7 @@ def plan_probe(
 def make_hub(plan: ProbePlan) -> ModelHub:
     """The model hub of the probe; both specs are checked (shape, script, key) before any call."""
     options = plan.options
-    limits = {
-        provider: max(DEFAULT_PROVIDER_CONCURRENCY[provider], options.concurrency)
-        for provider in ("openai", "anthropic", "scripted")
-    }
+    limits = provider_limits(options.concurrency)
     hub = ModelHub(
         base_url=options.base_url, timeout_s=options.timeout_s, provider_concurrency=limits
     )

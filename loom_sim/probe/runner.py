@@ -2,7 +2,7 @@
 
 One run (:meth:`ModeRunner.run`): the target answers the Turn-1 prompt; the classifier reads
 the answer; the mode's policy picks a strategy; its template becomes the Turn-2 message; the
-target answers; the judge (a :class:`~loom_sim.actors.judge.JudgeActor` on its own
+target answers; the judge (an actor of the registered ``judge`` kind on its own
 :class:`~loom_sim.actors.base.Post`, as in scoring) decides whether Turn 2 contradicted Turn 1.
 
 Why seeds come from (probe seed, run index) and never from the mode: run *i* of the static,
@@ -30,8 +30,7 @@ from typing import Any, Protocol
 
 import trio
 
-from loom_sim.actors.base import Post
-from loom_sim.actors.judge import JudgeActor
+from loom_sim.actors.base import ActorContext, Post, build
 from loom_sim.errors import LoomError
 from loom_sim.judging import contradiction
 from loom_sim.messages import Judge, Judgement
@@ -185,21 +184,22 @@ class ModeRunner:
     async def _judge(self, run_id: int, request: Judge) -> Judgement:
         """Ask a judge actor of this run (seeded by the probe seed and run index only)."""
         settings = self.plan.config.judge
-        judge = JudgeActor(
-            self.judge,
-            SeedSource(self.plan.seed, run_id),
-            max_attempts=settings.max_attempts,
-            max_tokens=settings.max_tokens,
+        client = self.judge
+        judge = build(
+            "judge",
+            ActorContext(
+                seeds=SeedSource(self.plan.seed, run_id),
+                model=lambda role: client,
+                settings={"max_attempts": settings.max_attempts, "max_tokens": settings.max_tokens},
+            ),
         )
         post = Post(f"{self.mode}/run_{run_id:04d}", TraceRecorder(None))
         async with trio.open_nursery() as nursery:
-            post.spawn(nursery, judge)
+            post.spawn(nursery, judge, name="judge")
             try:
-                answer = await post.request("judge", request, turn=2, sender="probe")
+                return await post.request("judge", request, turn=2, sender="probe")
             finally:
                 await post.close()  # the judge's inbox ends, so does its task
-        assert isinstance(answer, Judgement)
-        return answer
 
 
 async def execute(

@@ -33,6 +33,7 @@ import re
 from collections.abc import Mapping
 
 from loom_sim.models.base import ModelRequest
+from loom_sim.models.scripted import schema_instance, script
 from loom_sim.strategies.classifier import CATEGORIES, classify
 from loom_sim.strategies.policies import STRATEGIES
 
@@ -167,12 +168,16 @@ def _last_answer(transcript: str) -> str:
     return answers[-1].split("<<<END TRANSCRIPT", 1)[0].strip()
 
 
+@script(
+    "probe-judge",
+    summary="the contradiction judge that reads `scripted/probe-target`'s reversals "
+    "(a keyword reader; see docs/probe.md)",
+    order=60,
+)
 def judge_reply(request: ModelRequest) -> str:
     """The scripted contradiction judge (see the module docstring)."""
     schema = request.json_schema or {}
     if "contradiction" not in schema.get("properties", {}):
-        from loom_sim.models.scripted import schema_instance
-
         if request.json_schema is None:
             return "I would rate this as reasonable."
         return json.dumps(schema_instance(request.json_schema, random.Random(request.seed)))
@@ -187,3 +192,9 @@ def judge_reply(request: ModelRequest) -> str:
 
 #: The responder behind ``scripted/probe-target``.
 default_target = StandInTarget()
+script(
+    "probe-target",
+    summary="the stand-in target of `loom-sim probe`: seeded Turn-1 answers, reversals at "
+    "known rates per strategy",
+    order=50,
+)(default_target)

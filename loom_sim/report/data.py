@@ -23,9 +23,10 @@ import msgspec
 
 from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.errors import LoomError
+from loom_sim.plugins.scorers import SCORERS
 from loom_sim.report.adversary import adversary_section
 from loom_sim.scoring.aggregate import summarise
-from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE, read_run_file
+from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.records import (
     TRANSCRIPT_DECODER,
     TURN_DECODER,
@@ -33,6 +34,7 @@ from loom_sim.store.records import (
     Transcript,
     TurnRecord,
 )
+from loom_sim.store.run_file import RunRecord, read_run
 
 REPORT_VERSION = "1"
 EMBEDDED_JUDGE = "local/smollm2"
@@ -44,9 +46,6 @@ SCRIPTED_NOTICE = (
     "The judge was a scripted stand-in: its judgements are not meaningful (the deterministic "
     "measures are); use a real judge model for results."
 )
-SCORER_ORDER = (
-    "persona_adherence", "trajectory", "naturalness", "stagnation", "fidelity", "consistency"
-)  # fmt: skip
 TRAJECTORY_SCORERS = ("trajectory", "trajectory_adherence")  # whichever holds the gaps
 RUN_KEYS = (  # copied from run.json as they are
     "config_name", "config_path", "config_sha256", "created_at", "seed", "turns", "rollouts",
@@ -80,9 +79,14 @@ def read_turns(path: Path) -> list[TurnRecord]:
     return records
 
 
-def partial_transcript(rollout_dir: Path, run: dict[str, Any] | None = None) -> Transcript:
+def scorer_order() -> list[str]:
+    """Scorers in the registry's order (the report's columns); others follow as first seen."""
+    return SCORERS.names()
+
+
+def partial_transcript(rollout_dir: Path, record: RunRecord | None = None) -> Transcript:
     """A rollout still running (or killed) has only ``turns.jsonl``: shown as ``incomplete``."""
-    run = run or {}
+    run = record.data() if record is not None else {}
     records = read_turns(rollout_dir / TURNS_FILE)
     digits = rollout_dir.name.rpartition("_")[2]
     started = records[0].started_at if records else 0.0
@@ -110,11 +114,11 @@ def partial_transcript(rollout_dir: Path, run: dict[str, Any] | None = None) -> 
     )
 
 
-def load_run(run_dir: Path) -> tuple[dict[str, Any], list[Transcript]]:
+def load_run(run_dir: Path) -> tuple[RunRecord, list[Transcript]]:
     """``run.json`` and every rollout, in rollout order; a LoomError when there is nothing."""
     if not run_dir.is_dir():
         raise LoomError(f"{run_dir}: not a directory (give a run directory)")
-    run = read_run_file(run_dir)
+    run = read_run(run_dir)
     transcripts = []
     for rollout in sorted(p for p in run_dir.glob("rollout_*") if p.is_dir()):
         if (rollout / TRANSCRIPT_FILE).is_file():
@@ -282,7 +286,7 @@ def rollout_report(
     transcript: Transcript, dimensions: list[str], spec: StagnationDetectionSpec
 ) -> dict[str, Any]:
     records = transcript.turns
-    scorers = _ordered([s for r in records for s in r.scores], SCORER_ORDER)
+    scorers = _ordered([s for r in records for s in r.scores], scorer_order())
     summary, source = transcript.scores, "scores" if transcript.scores else "none"
     if summary is None and scorers:
         # Scored turn by turn but not summarised (scoring interrupted): summarised here by
@@ -293,10 +297,15 @@ def rollout_report(
         )
     own = summary if source == "scores" else None  # the scoring's, not ours
     aggregates = (
-        {k: msgspec.structs.asdict(v) for k, v in summary.aggregates.items()} if summary else {}
+        {
+            k: {**msgspec.structs.asdict(v), "headline": v.headline}
+            for k, v in summary.aggregates.items()
+        }
+        if summary
+        else {}
     )
     signals = (summary.signals or {}) if summary else {}
-    scorers = _ordered(scorers + list(aggregates), SCORER_ORDER)
+    scorers = _ordered(scorers + list(aggregates), scorer_order())
     events = [_event(r.turn, e) for r in records for e in r.monitor_events]
     dims = _ordered([d for r in records for d in r.intensities], dimensions)
     counts: dict[str, int] = {}
@@ -354,7 +363,7 @@ def run_aggregates(rollouts: list[dict[str, Any]], scorers: list[str]) -> dict[s
     out = {}
     for scorer in scorers:
         per = [r["aggregates"][scorer] for r in rollouts if scorer in r["aggregates"]]
-        stats = describe([a.get("mean") for a in per])
+        stats = describe([a.get("headline", a.get("mean")) for a in per])
         out[scorer] = {
             "mean": stats["mean"],
             "std": stats["std"],
@@ -367,10 +376,21 @@ def run_aggregates(rollouts: list[dict[str, Any]], scorers: list[str]) -> dict[s
     return out
 
 
+def answering(models: dict[str, str]) -> list[dict[str, str]]:
+    """The models that answered the persona (every role but the persona's and the judge's)."""
+    labels = {"interlocutor": "interlocutor (under evaluation)"}
+    return [
+        {"role": role, "spec": spec, "label": labels.get(role, role)}
+        for role, spec in models.items()
+        if role not in ("persona", "judge")
+    ] or [{"role": "interlocutor", "spec": "?", "label": labels["interlocutor"]}]
+
+
 def build_report(run_dir: Path | str) -> dict[str, Any]:
     """Every number of the report, as JSON-ready data (see the module docstring)."""
     run_dir = Path(run_dir)
-    run, transcripts = load_run(run_dir)
+    record, transcripts = load_run(run_dir)
+    run = record.data()
     config = run.get("config") if isinstance(run.get("config"), dict) else {}
     try:
         spec = StagnationDetectionSpec.model_validate(
@@ -380,7 +400,7 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
         spec = StagnationDetectionSpec()
     dimensions = list(_get(config, "trajectory", "dimensions") or {})
     rollouts = [rollout_report(t, dimensions, spec) for t in transcripts]
-    scorers = _ordered([s for r in rollouts for s in r["scorers"]], SCORER_ORDER)
+    scorers = _ordered([s for r in rollouts for s in r["scorers"]], scorer_order())
     phases = _ordered(
         [p for r in rollouts for p in r["series"]["phase"] + list(r["by_phase"])],
         [p.get("name") for p in _get(config, "trajectory", "phases") or [] if isinstance(p, dict)],
@@ -406,6 +426,7 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
             else None,
         },
         "models": models,
+        "answering": answering(models),
         "judge": {
             "specs": judges,
             "embedded": embedded,

@@ -298,7 +298,7 @@ def render_html(data: dict[str, Any]) -> str:
     first, charts = intensity_charts(data)
     spreads = {
         s: spread_chart(
-            [(r["aggregates"].get(s) or {}).get("mean") for r in data["rollouts"]],
+            [(r["aggregates"].get(s) or {}).get("headline") for r in data["rollouts"]],
             data["aggregates"][s]["mean"],
         )
         for s in data["scorers"]

@@ -134,11 +134,7 @@ def _header(data: dict[str, Any]) -> list[str]:
         + (f"${run['cost_usd']:.4f}" if run["cost_usd"] is not None else "unknown"),
         "",
         f"Persona model `{_md(models.get('persona', '?'))}` · "
-        + (
-            f"adversary `{_md(models['adversary'])}`"
-            if "adversary" in models
-            else f"interlocutor (under evaluation) `{_md(models.get('interlocutor', '?'))}`"
-        )
+        + " · ".join(f"{a['label']} `{_md(a['spec'])}`" for a in data["answering"])
         + " · judge "
         + ", ".join(f"`{_md(j)}`" for j in data["judge"]["specs"]),
         "",
@@ -181,7 +177,7 @@ def _scores(data: dict[str, Any]) -> list[str]:
     lines += _table(["scorer", "mean ± sd", "range", "rollouts", "turns scored", "failed"], rows)
     rows = [
         [r["rollout"], r["status"], _md(rollout_line(r)), str(r["turns"])]
-        + [fmt((r["aggregates"].get(s) or {}).get("mean")) for s in scorers]
+        + [fmt((r["aggregates"].get(s) or {}).get("headline")) for s in scorers]
         for r in data["rollouts"]
     ]
     return lines + _table(["rollout", "status", "stop", "turns", *scorers], rows)

@@ -1,8 +1,9 @@
 """The run's budgets: money and time, shared by all its rollouts.
 
 Rollouts check at every turn boundary, so a budget stops a run within one turn of being
-reached and never cuts a turn in half. A price that is unknown cannot be counted; the run says
-so at the start instead of pretending it costs nothing.
+reached and never cuts a turn in half. A price that is unknown cannot be counted: the run says
+so at the start, and refuses a cost budget it could not keep (``make_hub``), instead of
+pretending such calls cost nothing.
 """
 
 from __future__ import annotations
@@ -25,12 +26,9 @@ class RunBudget:
         self._clock = clock
         self._started = clock()
         self.cost_usd = 0.0
-        self.cost_unknown = False
 
     def charge(self, usage: Usage) -> None:
-        if usage.cost_usd is None:
-            self.cost_unknown = True
-        else:
+        if usage.cost_usd is not None:  # unknown prices were refused up front under a budget
             self.cost_usd += usage.cost_usd
 
     def exceeded(self) -> tuple[str, str] | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from loom_sim.assembler import TurnPlan
 from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome, Utterance, Verdict
 from loom_sim.models.base import Usage
+from loom_sim.runtime.ledger import add_usage
 from loom_sim.store.records import RejectedDraft, TurnRecord
 
 
@@ -31,6 +32,20 @@ class TurnInProgress:
     def charge(self, role: str, usage: Usage) -> None:
         add_usage(self.usage, role, usage)
 
+    @property
+    def committed(self) -> Utterance:
+        """The persona's message this turn, once the guard let it through."""
+        if self.candidate is None:
+            raise RuntimeError(f"turn {self.plan.turn}: no persona message yet")
+        return self.candidate
+
+    @property
+    def answer(self) -> Utterance:
+        """The responder's reply this turn, once it came."""
+        if self.reply is None:
+            raise RuntimeError(f"turn {self.plan.turn}: no reply yet")
+        return self.reply
+
     def record(
         self,
         fired: dict[str, int],
@@ -41,7 +56,6 @@ class TurnInProgress:
     ) -> TurnRecord:
         """The completed turn, as ``turns.jsonl`` keeps it."""
         plan = self.plan
-        assert self.candidate is not None and self.reply is not None
         timings = dict(self.timings)
         timings["turn_s"] = ended - self.started_at
         return TurnRecord(
@@ -52,8 +66,8 @@ class TurnInProgress:
             intensities=plan.intensities,
             levels=plan.levels,
             injection=plan.injection,
-            persona=self.candidate.text,
-            interlocutor=self.reply.text,
+            persona=self.committed.text,
+            interlocutor=self.answer.text,
             reminder=plan.reminder,
             emergency=plan.emergency,
             revelations=[f"{r.topic}:{r.variant}" for r in plan.revelations],
@@ -62,7 +76,7 @@ class TurnInProgress:
             monitor_events=self.events,
             usage=self.usage,
             timings=timings,
-            cut_turns={"persona": self.candidate.cut_turns, "interlocutor": self.reply.cut_turns},
+            cut_turns={"persona": self.committed.cut_turns, "interlocutor": self.answer.cut_turns},
             fired=dict(fired),
             pending_emergency=pending_emergency,
             failed_attempts=failed_attempts,
@@ -72,11 +86,6 @@ class TurnInProgress:
             adversary=self.move,
             probe_outcome=self.judged,
         )
-
-
-def add_usage(totals: dict[str, Usage], role: str, usage: Usage) -> None:
-    """Add ``usage`` to ``role``'s running total (an unknown cost stays unknown)."""
-    totals[role] = totals[role] + usage if role in totals else usage
 
 
 def with_action(event: MonitorEvent, action: str) -> MonitorEvent:

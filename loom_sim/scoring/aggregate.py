@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-from statistics import fmean, pstdev
+from collections.abc import Callable
+from statistics import fmean, median, pstdev
 
+from loom_sim.plugins.scorers import SCORERS
 from loom_sim.signals.analysis import Analysis
 from loom_sim.store.records import Aggregate, Flag, RolloutScores, TurnRecord
 
 FLAG_BELOW = 0.4  # a scorer value under this flags the turn for a reader's attention
 
 
-def aggregate(values: list[float | None]) -> Aggregate:
+#: How a rollout's per-turn values become its headline value (a scorer's ``aggregation``).
+HEADLINE: dict[str, Callable[[list[float]], float]] = {
+    "mean": fmean,
+    "median": median,
+    "min": min,
+    "max": max,
+}
+
+
+def aggregate(values: list[float | None], how: str = "mean") -> Aggregate:
     present = [v for v in values if v is not None]
     if not present:
-        return Aggregate(None, None, None, None, 0, len(values))
+        return Aggregate(None, None, None, None, 0, len(values), aggregation=how)
     return Aggregate(
         mean=fmean(present),
         std=pstdev(present) if len(present) > 1 else 0.0,
@@ -21,7 +32,14 @@ def aggregate(values: list[float | None]) -> Aggregate:
         max=max(present),
         n=len(present),
         failed=len(values) - len(present),
+        value=HEADLINE[how](present),
+        aggregation=how,
     )
+
+
+def aggregation_of(scorer: str) -> str:
+    """The registered scorer's aggregation (``mean`` for one no longer registered)."""
+    return SCORERS.get(scorer).aggregation if scorer in SCORERS else "mean"
 
 
 def summarise(
@@ -34,15 +52,18 @@ def summarise(
     judge_window: int,
 ) -> RolloutScores:
     aggregates = {
-        name: aggregate([r.scores[name].value for r in records if name in r.scores])
+        name: aggregate(
+            [r.scores[name].value for r in records if name in r.scores], aggregation_of(name)
+        )
         for name in scorers
     }
     phases = list(dict.fromkeys(r.phase for r in records))
     by_phase = {
         phase: {
             name: aggregate(
-                [r.scores[name].value for r in records if r.phase == phase and name in r.scores]
-            ).mean
+                [r.scores[name].value for r in records if r.phase == phase and name in r.scores],
+                aggregation_of(name),
+            ).value
             for name in scorers
         }
         for phase in phases

@@ -28,7 +28,6 @@ from loom_sim.store.records import (
     TurnRecord,
 )
 
-RUN_FILE = "run.json"
 TURNS_FILE = "turns.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
 TRACE_FILE = "trace.jsonl"
@@ -62,16 +61,6 @@ def write_json(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_bytes(msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
     os.replace(tmp, path)
-
-
-def read_run_file(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / RUN_FILE
-    if not path.is_file():
-        raise LoomError(f"{run_dir}: not a loom-sim run directory (no {RUN_FILE})")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise LoomError(f"{path}: unreadable ({err})") from None
 
 
 class TurnLog:

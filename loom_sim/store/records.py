@@ -66,7 +66,8 @@ class TurnRecord(msgspec.Struct, frozen=True):
 
 
 class Aggregate(msgspec.Struct, frozen=True):
-    """A scorer's values over turns (or over rollouts): centre and spread."""
+    """A scorer's values over turns (or over rollouts): centre and spread, and the headline
+    ``value`` its registered aggregation makes of them (the mean, unless it says otherwise)."""
 
     mean: float | None
     std: float | None
@@ -74,6 +75,12 @@ class Aggregate(msgspec.Struct, frozen=True):
     max: float | None
     n: int  # values that exist
     failed: int = 0  # turns the scorer tried and could not score
+    value: float | None = None  # the headline (None in files from before aggregations)
+    aggregation: str = "mean"
+
+    @property
+    def headline(self) -> float | None:
+        return self.value if self.value is not None or self.n == 0 else self.mean
 
 
 class Flag(msgspec.Struct, frozen=True):

@@ -1,0 +1,76 @@
+"""Options shared by several commands, and choices read from the plug-in registries.
+
+A choice among registered plug-ins (an adversary, a responder, a machine) is checked against
+the registry when it is used and listed in ``--help`` when help is shown: the registry, not
+the command, is the list, and reading it (loading plug-ins) waits until it is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from loom_sim.plugins import Registry
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RegistryChoice(click.ParamType):
+    """One of the names ``names()`` gives (a registry's, plus fixed ``extra`` words)."""
+
+    def __init__(
+        self,
+        name: str,
+        names: Callable[[], Sequence[str]],
+        extra: Sequence[str] = (),
+    ):
+        self.name = name
+        self._names = names
+        self._extra = tuple(extra)
+
+    @classmethod
+    def of(cls, registry: Registry, extra: Sequence[str] = ()) -> RegistryChoice:
+        return cls(registry.kind, registry.names, extra)
+
+    def choices(self) -> list[str]:
+        return [*self._names(), *self._extra]
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(self.choices()) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        choices = self.choices()
+        if value in choices:
+            return str(value)
+        self.fail(f"{value!r} is not a known {self.name}; use one of {', '.join(choices)}")
+
+
+def concurrency_option(what: str, default: int = 4) -> Callable[[F], F]:
+    return click.option(
+        "--concurrency",
+        "-j",
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=True,
+        help=what,
+    )
+
+
+def timeout_option(default: float | None = 120.0) -> Callable[[F], F]:
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=default,
+        metavar="SECONDS",
+        help="Longest wait for one model call before it is retried (default 120).",
+    )
+
+
+def base_url_option() -> Callable[[F], F]:
+    return click.option(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible server for openai/ models (else OPENAI_BASE_URL).",
+    )

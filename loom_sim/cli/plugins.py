@@ -1,0 +1,74 @@
+"""``loom-sim plugins``: every registered provider, scripted model, scorer, actor kind and
+machine, with where it comes from — so a package's plug-ins can be seen to be found."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import click
+
+from loom_sim.machines.engine import MACHINES
+from loom_sim.models.providers import PROVIDERS
+from loom_sim.models.scripted import SCRIPTS
+from loom_sim.plugins import Plugin
+from loom_sim.plugins.actors import ACTORS
+from loom_sim.plugins.scorers import SCORERS
+
+
+def _origin(obj: Any) -> str:
+    return getattr(obj, "__module__", "") or "?"
+
+
+def sections() -> list[tuple[str, Iterable[Plugin], Callable[[Any], str], Callable[[Any], str]]]:
+    """(title, entries, detail, origin) per kind of plug-in."""
+    return [
+        (
+            "providers (model specs provider/name)",
+            PROVIDERS,
+            lambda p: f"key {p.key_env}" if p.key_env else "no key",
+            lambda p: _origin(p.make),
+        ),
+        ("scripted models (scripted/<name>)", SCRIPTS, lambda s: "", lambda s: _origin(s.respond)),
+        (
+            "scorers (evaluation.scoring)",
+            SCORERS,
+            lambda s: ("judge" if s.needs_judge else "deterministic") + f", {s.aggregation}",
+            lambda s: _origin(s.scorer),
+        ),
+        (
+            "actor kinds (run --responder for responders)",
+            ACTORS,
+            lambda a: f"responder, calls the {a.responder.model_role} model" if a.responder else "",
+            lambda a: _origin(a.build),
+        ),
+        (
+            "machines (loom-sim diagram)",
+            MACHINES,
+            lambda m: f"{len(m.states)} states",
+            lambda m: "",
+        ),
+    ]
+
+
+@click.command()
+def plugins() -> None:
+    """List the registered plug-ins of every kind, with where each comes from."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(100, console_width()))
+    for title, entries, detail, origin in sections():
+        table = Table(title=title, title_justify="left", show_lines=False)
+        for column in ("name", "what", "detail", "from"):
+            table.add_column(column, overflow="fold")
+        for entry in entries:
+            table.add_row(entry.name, entry.summary, detail(entry), origin(entry))
+        console.print(table)
+
+
+def console_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((100, 20)).columns if sys.stdout.isatty() else 120

@@ -1,0 +1,21 @@
+"""loom-sim's own scorers, one module each: importing this package registers them (the
+``loom_sim.scorers`` entry point ``builtin`` names it). A new scorer is a new module here plus
+one import below; a package's own scorers come through its own entry point."""
+
+from loom_sim.scoring.scorers import (
+    consistency,
+    fidelity,
+    naturalness,
+    persona_adherence,
+    stagnation,
+    trajectory,
+)
+
+__all__ = [
+    "consistency",
+    "fidelity",
+    "naturalness",
+    "persona_adherence",
+    "stagnation",
+    "trajectory",
+]

@@ -1,0 +1,126 @@
+"""``run.json``: what a run is — its config, seed, models, responders, budgets, versions — as one
+typed record that planning writes and resuming, scoring, the report and the viewer read.
+
+Written once, atomically, when a run is planned; a resumed run never re-reads the files it was
+planned from (the config and every responder's settings are in here). Keys never appear: they
+are read from the environment by the model hub and go nowhere else; URLs are stored redacted.
+
+Format versions: 1 (loom-sim 0.1 before responders were plug-ins: ``adversaries`` held the
+adversary configs by kind) is read and migrated in memory; 2 is written.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from loom_sim.config.spec import LoomConfig
+from loom_sim.errors import LoomError
+
+RUN_FILE = "run.json"
+FORMAT_VERSION = 2
+DEFAULT_JUDGE = "local/smollm2"
+
+
+class Budgets(msgspec.Struct, frozen=True):
+    max_cost_usd: float | None = None
+    max_runtime_s: float | None = None
+
+
+class PriceRecord(msgspec.Struct, frozen=True):
+    input_per_mtok: float
+    output_per_mtok: float
+
+
+class RunRecord(msgspec.Struct, kw_only=True, dict=True):
+    """One run, as ``run.json`` holds it (``dict=True``: the validated config is cached)."""
+
+    format_version: int = FORMAT_VERSION
+    loom_sim_version: str
+    schema_version: str
+    template_version: str
+    rubric_version: str
+    created_at: str
+    config_path: str
+    config_name: str
+    config_sha256: str
+    seed: int
+    turns: int
+    rollouts: int
+    concurrency: int = 4
+    models: dict[str, str]  # model role -> spec
+    interlocutor_system_prompt: str
+    responders: list[str] = msgspec.field(default_factory=lambda: ["interlocutor"])
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)  # responder -> settings
+    prices: dict[str, PriceRecord] = msgspec.field(default_factory=dict)  # --price, by spec
+    base_url: str | None = None
+    budgets: Budgets = msgspec.field(default_factory=Budgets)
+    timeout_s: float = 120.0
+    argv: list[str] = msgspec.field(default_factory=list)
+    versions: dict[str, str] = msgspec.field(default_factory=dict)
+    imported_from: list[str] | None = None  # transcripts imported from another tool
+    config: dict[str, Any]
+
+    @cached_property
+    def loom_config(self) -> LoomConfig:
+        """The run's config, validated once per process (it was valid when the run began)."""
+        try:
+            return LoomConfig.model_validate(self.config)
+        except ValueError as err:
+            first = str(err).splitlines()[0]
+            raise LoomError(
+                f"the config recorded in this run.json no longer validates ({first})"
+            ) from None
+
+    @property
+    def judge(self) -> str:
+        return self.models.get("judge") or DEFAULT_JUDGE
+
+    def data(self) -> dict[str, Any]:
+        """The record as JSON data (what ``run.json`` holds)."""
+        return msgspec.to_builtins(self)
+
+
+_DECODER = msgspec.json.Decoder(RunRecord)
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 record in the version-2 shape: the adversaries became responders."""
+    if int(data.get("format_version") or 1) >= FORMAT_VERSION:
+        return data
+    data = dict(data)
+    adversaries = data.pop("adversaries", None) or {}
+    if "responders" not in data:
+        order = [k for k in ("contradiction", "helpfulness") if k in adversaries]
+        data["responders"] = order + sorted(set(adversaries) - set(order)) or ["interlocutor"]
+        data["settings"] = dict(adversaries)
+    data["format_version"] = FORMAT_VERSION
+    return data
+
+
+def read_run(run_dir: Path) -> RunRecord:
+    """The run in ``run_dir``; one plain sentence naming the file when it is not usable."""
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        raise LoomError(f"{run_dir}: not a loom-sim run directory (no {RUN_FILE})")
+    try:
+        raw = msgspec.json.decode(path.read_bytes())
+    except OSError as err:
+        raise LoomError(f"{path}: unreadable ({err.strerror or err})") from None
+    except msgspec.DecodeError as err:
+        raise LoomError(f"{path}: not JSON ({err})") from None
+    if not isinstance(raw, dict):
+        raise LoomError(f"{path}: not a run file (a JSON object was expected)")
+    version = raw.get("format_version") or 1
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise LoomError(
+            f"{path}: run format {version!r} is newer than this loom-sim reads "
+            f"({FORMAT_VERSION}); upgrade loom-sim to resume, score or report it"
+        )
+    try:
+        return _DECODER.decode(msgspec.json.encode(migrate(raw)))
+    except msgspec.ValidationError as err:
+        raise LoomError(f"{path}: not a run file this loom-sim can read ({err})") from None
