@@ -1,12 +1,24 @@
 """Framework overhead per turn: a rollout with zero-latency scripted models.
 
     .venv/bin/python benchmarks/bench_rollout_overhead.py [--turns 100] [--repeats 5]
-        [--adversary none|contradiction|helpfulness|both]
+        [--adversary none|contradiction|helpfulness|both] [--monitor embedding|tfidf|off]
 
 With models that answer instantly, everything a turn costs is loom-sim itself: assembling the
 plan, the actors' messages, the machine, the repetition guard, tracing and the turn record —
 and, with an adversary, planning its move (classifier, policy, material), checking its wording
 and asking the judge for the previous probe's verdict. Target: at most 2 ms per turn.
+``--monitor`` chooses the stagnation monitor's backend: as shipped (MiniLM embeddings, which
+dominate the figure), TF-IDF, or off (what is left is the framework itself).
+
+Before and after the plug-in registries, typed requests and the machine engine, on this
+2-core machine in one session, runs alternated; each figure is the median over rounds of the
+median of 5–9 runs of 100 turns, wall ms per turn (the machine's noise is about ±10 %):
+
+| monitor | before (55fbcd5) | after |
+| --- | --- | --- |
+| embedding (as shipped) | 16.1 | 16.7 |
+| tfidf | 3.06 | 3.07 |
+| off (the framework alone) | 1.06 | 1.03 |
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 import trio
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, measure, median, peak_rss_mib
@@ -28,10 +41,25 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"
 
 
-def one_run(turns: int, adversary: str = "none") -> None:
+def config_for(monitor: str, where: Path) -> Path:
+    """The example config with the stagnation monitor as asked."""
+    if monitor == "embedding":
+        return CONFIG
+    data = yaml.safe_load(CONFIG.read_text())
+    stagnation = data["interaction"]["stagnation_detection"]
+    if monitor == "off":
+        stagnation["enabled"] = False
+    else:
+        stagnation["backend"] = monitor
+    path = where / f"mania_{monitor}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def one_run(turns: int, adversary: str = "none", config: Path = CONFIG) -> None:
     with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
         plan = plan_run(
-            CONFIG,
+            config,
             RunOptions(
                 turns=turns,
                 seed=1,
@@ -56,14 +84,20 @@ def main() -> None:
     parser.add_argument(
         "--adversary", choices=["none", "contradiction", "helpfulness", "both"], default="none"
     )
+    parser.add_argument("--monitor", choices=["embedding", "tfidf", "off"], default="embedding")
     args = parser.parse_args()
-    one_run(5, args.adversary)  # warm imports and template caches
-    result = median(
-        [measure(lambda: one_run(args.turns, args.adversary)) for _ in range(args.repeats)]
-    )
+    with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
+        config = config_for(args.monitor, Path(tmp))
+        one_run(5, args.adversary, config)  # warm imports and template caches
+        result = median(
+            [
+                measure(lambda: one_run(args.turns, args.adversary, config))
+                for _ in range(args.repeats)
+            ]
+        )
     print(
         f"rollout of {args.turns} turns, scripted models, adversary {args.adversary}, "
-        f"median of {args.repeats}:"
+        f"monitor {args.monitor}, median of {args.repeats}:"
     )
     print(
         f"  {result.wall_s * 1e3 / args.turns:.2f} ms per turn wall, "

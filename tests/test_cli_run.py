@@ -119,6 +119,22 @@ def test_a_missing_key_is_reported_before_anything_runs(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_cost_budget_is_refused_when_a_model_has_no_price(tmp_path):
+    """--max-cost must never be a silent no-op: an unpriced model is refused up front."""
+    unpriced = ["--target", "openai/house-model", "--base-url", "http://127.0.0.1:9/v1"]
+    result = run_cli(
+        str(MANIA), *SCRIPTED[:2], *unpriced, "--max-cost", "1", "-o", str(tmp_path / "run")
+    )
+    assert result.exit_code == 1
+    assert "--max-cost cannot be kept: openai/house-model has no known price" in result.stderr
+    assert not (tmp_path / "run").exists()
+    # Free models (scripted: a known price of 0) satisfy a budget.
+    free = run_cli(
+        str(MANIA), *SCRIPTED, "--turns", "1", "--max-cost", "1", "-o", str(tmp_path / "ok")
+    )
+    assert free.exit_code == 0, free.output
+
+
 def test_resume_refuses_settings_that_would_change_the_run(tmp_path):
     out = tmp_path / "run"
     assert run_cli(str(MANIA), "--turns", "2", "-o", str(out), *SCRIPTED).exit_code == 0

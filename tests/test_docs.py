@@ -30,6 +30,30 @@ def test_config_reference_is_current():
     assert current == gen["config_doc"](current), "docs/config.md is stale: run scripts/gen-docs"
 
 
+@pytest.mark.parametrize("name", ["cli.md", "plugins.md"])
+def test_registry_tables_are_current(name):
+    gen = load_gen_docs()
+    current = (ROOT / "docs" / name).read_text()
+    assert current == gen["GENERATED"][name](current), f"docs/{name} is stale: run scripts/gen-docs"
+
+
+def test_scoring_doc_explains_every_registered_scorer():
+    from loom_sim.plugins.scorers import SCORERS
+
+    text = (ROOT / "docs" / "scoring.md").read_text()
+    for info in SCORERS:
+        assert f"| `{info.name}` |" in text, info.name
+
+
+def test_architecture_shows_the_rollout_machine_as_declared():
+    from loom_sim.machines.rollout import ROLLOUT
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    assert "```mermaid\n" + ROLLOUT.diagram("mermaid") + "```" in text
+    for state, what in ROLLOUT.descriptions.items():
+        assert f"| {state} | {what} |" in text, state
+
+
 def test_config_reference_names_every_section():
     text = (ROOT / "docs" / "config.md").read_text()
     for section in (

@@ -68,6 +68,22 @@ def plugins() -> None:
         console.print(table)
 
 
+def markdown() -> str:
+    """Every registry as Markdown tables (``docs/plugins.md`` embeds this; a test keeps it
+    current). Only loom-sim's own plug-ins are there: the docs describe the package."""
+    out: list[str] = []
+    for title, entries, detail, origin in sections():
+        own = [e for e in entries if origin(e).startswith("loom_sim") or not origin(e)]
+        out += [f"### {title}", "", "| name | what | detail |", "| --- | --- | --- |"]
+        out += [f"| `{e.name}` | {_cell(e.summary)} | {_cell(detail(e))} |" for e in own]
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def console_width() -> int:
     import shutil
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from loom_sim.config.errors import Issue
 from loom_sim.config.spec import (
+    CROSS_FIELD_RULES,
     CustomCurve,
     DimensionSpec,
     InteractionSpec,
@@ -43,6 +44,9 @@ class Sections:
 
 def check(config: LoomConfig) -> list[Issue]:
     return check_sections(Sections(config.trajectory, config.safety, config.interaction))
+
+
+CROSS_FIELD_RULES.append(check)  # every validated LoomConfig passes these
 
 
 def check_sections(sections: Sections) -> list[Issue]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -32,6 +33,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from loom_sim.config.errors import Issue
 from loom_sim.models.providers import PROVIDERS
 
 SCHEMA_VERSIONS = ("0.1.0",)
@@ -836,6 +838,12 @@ class ConversationSpec(Section):
 # ─── the whole config ───────────────────────────────────────────────────────
 
 
+#: The cross-field rules every validated config passes. :mod:`loom_sim.config.rules` adds its
+#: checks when the package loads: the rules need these models, so the models take the rules as
+#: data instead of importing them (no cycle between the two modules).
+CROSS_FIELD_RULES: list[Callable[[LoomConfig], list[Issue]]] = []
+
+
 class LoomConfig(Section):
     """A loom-sim config: persona, trajectory, interaction protocol, evaluation and safety."""
 
@@ -880,9 +888,7 @@ class LoomConfig(Section):
         # builds a config directly gets the same rules here.
         if info.context and info.context.get("defer_rules"):
             return self
-        from loom_sim.config.rules import check
-
-        issues = check(self)
+        issues = [issue for rule in CROSS_FIELD_RULES for issue in rule(self)]
         if issues:
             raise ValueError("; ".join(f"{issue.path}: {issue.message}" for issue in issues))
         return self
