@@ -29,9 +29,10 @@ def _installed_layout(where: Path) -> Path:
 
 
 def lint_imports(where: Path) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).parent / "lint-imports"
+    # import-linter's console script, run by this interpreter (whatever venv the tests use)
+    run = "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())"
     return subprocess.run(
-        [str(script), "--config", "pyproject.toml", "--no-cache"],
+        [sys.executable, "-c", run, "--config", "pyproject.toml", "--no-cache"],
         cwd=where,
         env={**os.environ, "PYTHONPATH": str(where)},
         capture_output=True,
