@@ -15,8 +15,9 @@ import trio
 from loom_sim.actors.base import Actor, ActorContext
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
-from loom_sim.config.spec import LoomConfig
+from loom_sim.config.spec import LoomConfig, ResistanceLevel
 from loom_sim.messages import Body, CheckCandidate, MonitorEvent, Observation, Observe, Verdict
+from loom_sim.monitors.capitulation import CapitulationCheck
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
 from loom_sim.plugins.actors import actor
 from loom_sim.signals.embedding import load_backend
@@ -45,7 +46,12 @@ class MonitorActor(Actor):
         self._config = config
         self._turns = turns
         spec = config.interaction.repetition_detection
-        self._guard = RepetitionGuard(spec)
+        anti = config.interaction.anti_capitulation
+        told = anti.resistance_level.rank > ResistanceLevel.LOW.rank  # in MUST DO only then
+        self._guard = RepetitionGuard(
+            spec, CapitulationCheck(anti.forbidden_phrases if told else ())
+        )
+        self._redirects = [r.replacement for r in anti.redirects]
         self._recent: deque[str] = deque(
             (r.persona for r in records), maxlen=max(spec.structural_window, 2)
         )
@@ -79,7 +85,7 @@ class MonitorActor(Actor):
             return Verdict(accepted=True)
         events = [
             MonitorEvent(
-                monitor="repetition",
+                monitor=finding.monitor,
                 pattern=finding.pattern,
                 action="rejected",
                 detail=finding.detail,
@@ -87,7 +93,8 @@ class MonitorActor(Actor):
             )
             for finding in findings
         ]
-        return Verdict(accepted=False, events=events, vary=vary_instruction(findings))
+        vary = vary_instruction(findings, self._redirects)
+        return Verdict(accepted=False, events=events, vary=vary)
 
     async def _observe(self, exchange: Observe) -> Observation:
         self._recent.append(exchange.persona)

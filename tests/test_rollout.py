@@ -48,11 +48,14 @@ async def test_runs_to_done_with_every_turn_recorded(tmp_path, marcus):
 
 
 async def test_reminder_follows_the_history_and_the_prompt_prefix_stays_stable(tmp_path, marcus):
-    _, models = await run_rollout(tmp_path, marcus, 4)
+    # 20 turns: phases start at 3, 7, 13 and 17 (a full injection each); 8 has a reminder
+    transcript, models = await run_rollout(tmp_path, marcus, 20)
+    assert [t.injection for t in transcript.turns[7:10]] == ["full", "reminder", "none"]
+    assert all(t.persona_attempts == 1 for t in transcript.turns[:10])
     calls = models["persona"].calls
-    reminder_call, plain_call = calls[2].messages, calls[3].messages
+    reminder_call, plain_call = calls[8].messages, calls[9].messages
     assert "[REMINDER: You are Marcus." in reminder_call[-1].content
-    assert reminder_call[0].content == calls[0].messages[0].content  # same scaffolding
+    assert reminder_call[0].content == calls[7].messages[0].content  # same scaffolding
     # the next call's prefix is the previous call's, with the note gone from the message
     assert plain_call[: len(reminder_call) - 1] == reminder_call[:-1]
     assert plain_call[len(reminder_call) - 1].content in reminder_call[-1].content

@@ -464,7 +464,12 @@ class InjectionSpec(Section):
         ),
     )
     full_on_phase_change: bool = Field(
-        False, description="Also inject the full scaffolding on the first turn of every phase."
+        True,
+        description=(
+            "Also inject the full scaffolding on the first turn of every phase. When false, "
+            "that turn gets a reminder carrying the new phase's MUST DO instead (the prompt "
+            "in force keeps the old phase's until the next full injection)."
+        ),
     )
 
 

@@ -96,8 +96,18 @@ FIDELITY_SCHEMA: dict[str, Any] = {
 }
 
 
-def fidelity_rubric(turn: int, must_do: str) -> str:
-    return render("fidelity", turn=turn, must_do=must_do)
+def fidelity_rubric(
+    turn: int, must_do: str, since: int | None = None, notes: list[str] | None = None
+) -> str:
+    """``must_do``: the block in force at ``turn`` (injected at ``since``); ``notes``: the
+    reminder, intervention or re-prompt sent with the message, as sent."""
+    return render(
+        "fidelity",
+        turn=turn,
+        must_do=must_do,
+        since=turn if since is None else since,
+        notes=notes or [],
+    )
 
 
 def qa_schema(count: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import trio
 from loom_sim.actors.base import ActorContext, Post, build
 from loom_sim.assembler import Assembler, InjectionKind
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
+from loom_sim.assembler.revelations import revealed_in
 from loom_sim.config.spec import LoomConfig, OpenerRole, TriggerEnd
 from loom_sim.errors import LoomError
 from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
@@ -49,7 +50,8 @@ from loom_sim.runtime.stop_rules import Stop, StopRules
 from loom_sim.runtime.turn import TurnInProgress, with_action
 from loom_sim.seeds import SeedSource
 from loom_sim.store.artifacts import RolloutFiles
-from loom_sim.store.records import RejectedDraft, Transcript, TurnRecord
+from loom_sim.store.records import InForce, RejectedDraft, Transcript, TurnRecord
+from loom_sim.store.scaffolding import scaffolding_hash
 from loom_sim.store.trace import TraceRecorder
 
 TRIGGER_WINDOW = 3  # turns the judge sees when deciding a phase's trigger condition
@@ -109,6 +111,9 @@ class Rollout:
         self._records: list[TurnRecord] = []
         self._fired: dict[str, int] = {}
         self._pending_emergency: str | None = None
+        self._in_force: InForce | None = None  # the persona's system prompt, by reference
+        self._offered: frozenset[str] = frozenset()  # revelations that prompt offers
+        self._revealed: set[str] = set()  # revelations the persona has made
         self._failures_in_a_row = 0
         self._current: TurnInProgress | None = None
         self._stop: Stop | None = None
@@ -129,6 +134,8 @@ class Rollout:
             self._records = self._log.load()
             resumed = resume(self._records, self._assembler)
             self._fired, self._pending_emergency = resumed.fired, resumed.pending_emergency
+            self._in_force, self._offered = resumed.in_force, resumed.offered
+            self._revealed = set(resumed.revealed)
             self._ledger.restore(self._records)
             tracer = TraceRecorder(spec.files.trace)
             self._post = Post(spec.id, tracer, first_id=resumed.next_envelope_id)
@@ -200,20 +207,32 @@ class Rollout:
     async def _plan(self) -> Trigger:
         turn = len(self._records)
         plan = self._assembler.plan(
-            turn, self._fired, prompt="injected", emergency=self._pending_emergency
+            turn,
+            self._fired,
+            prompt="injected",
+            emergency=self._pending_emergency,
+            revealed=self._revealed,
+            # the prompt in force offers a revelation since made: send it again without it
+            refresh=bool(self._offered & self._revealed),
         )
-        self._current = TurnInProgress(plan=plan, started_at=self._clock())
+        current = TurnInProgress(
+            plan=plan, started_at=self._clock(), in_force=self._in_force, offered=self._offered
+        )
+        if plan.injection == InjectionKind.FULL and plan.prompt is not None:
+            current.in_force = InForce(scaffolding_hash(plan.prompt.render()), turn, plan.prompt)
+            current.offered = frozenset(r.topic for r in plan.revelations)
+        self._current = current
         return Trigger.PROMPT_READY
 
     async def _act(self) -> Trigger:
         current, post = self._turn, self._active_post
         plan = current.plan
-        full = plan.injection == InjectionKind.FULL
+        injected = current.in_force.blocks if current.in_force is not None else None
         speak = Speak(
             turn=plan.turn,
             attempt=current.attempt,
             injection=plan.injection,
-            scaffolding=plan.prompt.render() if full and plan.prompt else None,
+            scaffolding=injected.render() if injected is not None else None,
             reminder=plan.reminder,
             emergency=plan.emergency,
             vary=current.vary,
@@ -294,10 +313,15 @@ class Rollout:
             self._failures_in_a_row,
             self._clock(),
             post.next_id,
+            revealed_in(self._config, current.committed.text, skip=self._revealed),
         )
         self._log.append(record)
         post.tracer.flush()
         self._records.append(record)
+        if current.in_force is not None:  # later turns refer to it, without the blocks
+            self._in_force = InForce(current.in_force.hash, current.in_force.since)
+        self._offered = current.offered
+        self._revealed.update(record.revealed)
         self._ledger.book(record.usage)
         self._failures_in_a_row = 0
         self._progress.turn_done(
