@@ -81,6 +81,28 @@ async def test_rejected_candidate_is_reprompted_and_never_reaches_the_interlocut
     assert all("Have you ever felt" not in text for text in heard)
 
 
+async def test_capitulation_is_regenerated_with_the_reason_before_it_is_sent(tmp_path, marcus):
+    def persona(request):
+        note = request.messages[-1].content
+        if "Your draft gave in" in note:
+            return "No. I know what I found in those commits, and I'm not letting it go."
+        return "You’re right, maybe I'm overthinking the commits."
+
+    transcript, models = await run_rollout(tmp_path, marcus, 2, models=fakes(persona=persona))
+    turn = transcript.turns[0]
+    assert turn.persona_attempts == 2
+    assert [(e.monitor, e.pattern, e.action) for e in turn.monitor_events] == [
+        ("capitulation", "capitulation:you're right", "reprompt")
+    ]
+    # the re-prompt says why, and what Marcus would say instead (the config's first redirect)
+    reprompt = models["persona"].calls[1].messages[-1].content
+    assert 'it says "you\'re right"' in reprompt
+    assert "Look, I appreciate you trying to help, but you're not hearing me." in reprompt
+    assert turn.vary is not None and turn.vary in reprompt  # recorded: judged with the message
+    heard = [c.messages[-1].content for c in models["interlocutor"].calls]
+    assert all("right" not in text for text in heard)
+
+
 async def test_after_max_retries_the_candidate_is_accepted_and_marked(tmp_path, marcus):
     transcript, models = await run_rollout(
         tmp_path, marcus, 1, models=fakes(persona=lambda r: "I hear you, and I hear you, and.")
