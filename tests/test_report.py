@@ -277,6 +277,6 @@ def test_chromium_renders_the_svgs(scored, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
-    assert dom.count("<svg") == 12
+    assert dom.count("<svg") == 3 + 3 + len(SCORERS)
     assert "<polyline" in dom and "stagnation timeline" in dom
     assert "<script" not in dom.lower()

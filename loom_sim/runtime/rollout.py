@@ -33,6 +33,7 @@ from loom_sim.messages import (
     CheckCandidate,
     Heard,
     Judge,
+    MonitorEvent,
     Observe,
     Probe,
     Respond,
@@ -242,20 +243,28 @@ class Rollout:
             return Trigger.TURN_FAILED
         verdict = await post.request(
             "monitor",
-            CheckCandidate(turn=plan.turn, attempt=current.attempt, text=candidate.text),
+            CheckCandidate(
+                turn=plan.turn,
+                attempt=current.attempt,
+                text=candidate.text,
+                phase_index=plan.phase_index,
+                intensities=plan.intensities,
+            ),
             turn=plan.turn,
         )
         current.candidate, current.verdict = candidate, verdict
         if verdict.accepted:
             return Trigger.ACCEPTED
+        # a stagnation redirect stays with every later attempt at this turn
+        current.redirect = current.redirect or verdict.redirect
         retries = self._config.interaction.repetition_detection.max_retries
         if current.attempt < retries:
             current.rejected.append(RejectedDraft(current.attempt, candidate.text, verdict.events))
-            current.events += [with_action(e, "reprompt") for e in verdict.events]
+            current.events += [_acted(e, "reprompt") for e in verdict.events]
             current.attempt += 1
-            current.vary = verdict.vary
+            current.vary = "\n\n".join(n for n in (current.redirect, verdict.vary) if n)
             return Trigger.REPROMPT
-        current.events += [with_action(e, "accepted_after_retries") for e in verdict.events]
+        current.events += [_acted(e, "accepted_after_retries") for e in verdict.events]
         return Trigger.ACCEPTED
 
     async def _observe(self) -> Trigger:
@@ -296,7 +305,11 @@ class Rollout:
             turn=plan.turn,
         )
         current.events += observation.events
-        self._pending_emergency = observation.emergency
+        # A redirect that found no retry left to ride on (max_retries: 0) goes with the next
+        # turn's prompt instead, as would any intervention a monitor schedules after the reply.
+        redirect = current.redirect
+        deferred = redirect if redirect and redirect not in (current.vary or "") else None
+        self._pending_emergency = observation.emergency or deferred
         return Trigger.OBSERVED
 
     async def _score(self) -> Trigger:
@@ -422,6 +435,12 @@ class Rollout:
             ended_at=ended,
             duration_s=ended - self._started,
         )
+
+
+def _acted(event: MonitorEvent, action: str) -> MonitorEvent:
+    """A guard's rejection with what was done about it; a stagnation redirect keeps its own
+    action (``emergency_injection``): its re-prompt carries the emergency redirect."""
+    return with_action(event, action) if event.action == "rejected" else event
 
 
 def _describe(exc: BaseException) -> str:

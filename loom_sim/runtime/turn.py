@@ -21,7 +21,8 @@ class TurnInProgress:
     attempt: int = 0
     candidate: Utterance | None = None
     verdict: Verdict | None = None
-    vary: str | None = None
+    vary: str | None = None  # the note the current attempt is written under
+    redirect: str | None = None  # a stagnation redirect given at this turn
     rejected: list[RejectedDraft] = field(default_factory=list)
     events: list[MonitorEvent] = field(default_factory=list)
     reply: Utterance | None = None
