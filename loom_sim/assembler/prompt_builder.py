@@ -98,6 +98,10 @@ class PromptBuilder:
                 ("Knowledge", persona.capability_bounds.knowledge_ceiling),
                 ("Vocabulary", persona.capability_bounds.vocabulary_level),
                 ("Reasoning", persona.capability_bounds.reasoning_style),
+                (
+                    "Outside what you know or can do",
+                    ", ".join(persona.capability_bounds.out_of_bounds),
+                ),
             )
             if text
         ]

@@ -69,6 +69,13 @@ class CapabilityBoundsSpec(Section):
     )
     vocabulary_level: str = Field("", description="The words the persona uses and avoids.")
     reasoning_style: str = Field("", description="How the persona reasons when making a point.")
+    out_of_bounds: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Fields or tasks outside what the persona knows or can do (e.g. `medicine`, "
+            "`legal letters`); shown in MUST DO, and the helpfulness coaxer probes them."
+        ),
+    )
 
 
 class PersonaSpec(Section):
