@@ -116,6 +116,7 @@ class ProbeOutcome(msgspec.Struct, frozen=True):
     caught: bool | None  # None: the judge could not say
     evidence: str = ""
     error: str | None = None
+    recovery: float | None = None  # the trap: how well it recovered as its spec says, 0..1
 
 
 class Probe(Utterance, frozen=True, kw_only=True):

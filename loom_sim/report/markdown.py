@@ -291,12 +291,18 @@ def _adversary(data: dict[str, Any]) -> list[str]:
             str(r["judged"]),
             str(r["caught"]),
             f"{r['caught_rate']:.0%}" if r["caught_rate"] is not None else "–",
+            fmt(r.get("recovery")),
         ]
         for r in section["tactics"]
     ]
-    lines += _table(
-        ["adversary", "tactic", "used", "from template", "judged", "caught", "caught rate"], rows
-    )
+    header = ["adversary", "tactic", "used", "from template", "judged", "caught", "caught rate"]
+    lines += _table([*header, "recovery"], rows)
+    if any(r.get("recovery") is not None for r in section["tactics"]):
+        lines += [
+            "*Recovery* (the trap): how closely the persona reacted to each probe as its "
+            "`recovery_behavior` says it does, 0–1, mean over judged probes.",
+            "",
+        ]
     caught = [(rollout, m) for rollout, ms in section["moves"].items() for m in ms if m["caught"]]
     if caught:
         lines += ["Probes that caught the persona:", ""]
