@@ -143,7 +143,8 @@ def outside_probes(
     """(the probes to ask, the probes left out), each with its reason. ``probes`` are (text,
     fields given in the config — empty to read them from the text)."""
     bounds = Bounds.of(persona)
-    chosen, left = [], []
+    chosen: list[ChosenProbe] = []
+    left: list[ChosenProbe] = []
     for ask, given in probes:
         fields = tuple(sorted(given or fields_in(ask)))
         outside, why = bounds.judge(fields)

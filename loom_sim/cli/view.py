@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console, Group, RenderableType
@@ -89,7 +90,7 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 def _intensities(record: TurnRecord) -> Text:
-    expressed = {}
+    expressed: dict[str, Any] = {}
     for name in ("trajectory", "trajectory_adherence"):
         if name in record.scores:
             expressed = record.scores[name].details.get("expressed") or {}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from loom_sim.config.errors import ConfigError, Issue, Loc
 from loom_sim.config.rules import Sections, check, check_sections
@@ -154,7 +154,7 @@ def _dedupe(issues: list[Issue]) -> list[Issue]:
 
 
 def _issue_from_pydantic(
-    error: dict[str, Any], src: YamlSource, root: type[BaseModel] = LoomConfig
+    error: ErrorDetails | dict[str, Any], src: YamlSource, root: type[BaseModel] = LoomConfig
 ) -> Issue:
     loc: Loc = tuple(error["loc"])
     kind = error["type"]

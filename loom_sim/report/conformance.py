@@ -38,7 +38,7 @@ def _offered(records: list[TurnRecord], index: int) -> list[str]:
 
 def instructions(records: list[TurnRecord]) -> dict[str, Any]:
     by_turn = {r.turn: r for r in records}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for record in records:
         ref = record.scaffolding
         fidelity = record.scores.get("fidelity")

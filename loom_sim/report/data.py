@@ -407,7 +407,11 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
     scorers = _ordered([s for r in rollouts for s in r["scorers"]], scorer_order())
     phases = _ordered(
         [p for r in rollouts for p in r["series"]["phase"] + list(r["by_phase"])],
-        [p.get("name") for p in _get(config, "trajectory", "phases") or [] if isinstance(p, dict)],
+        [
+            str(p["name"])
+            for p in _get(config, "trajectory", "phases") or []
+            if isinstance(p, dict) and p.get("name")
+        ],
     )
     models = dict(run.get("models") or {})
     judges = sorted({r["judge"] for r in rollouts if r["judge"]}) or [models.get("judge") or "?"]

@@ -213,7 +213,7 @@ def _phases(data: dict[str, Any]) -> list[str]:
 
 def _stagnation(data: dict[str, Any]) -> list[str]:
     lines = ["## Stagnation", ""]
-    seen = {}
+    seen: dict[str, list[str]] = {}
     for r in data["rollouts"]:
         t = r["stagnation"]["thresholds"]
         seen.setdefault(

@@ -156,9 +156,9 @@ class StagnationMonitor:
         # Each persona message of the window with the interlocutor message it answers.
         before = {t.turn: t for t in turns}
         answered = [(k, before[t.turn - 1]) for k, t in enumerate(window) if t.turn - 1 in before]
-        if self.embeds:
-            persona = np.stack([t.persona_vec for t in window])
-            replies = [t.interlocutor_vec for _, t in answered]
+        if self.embeds:  # every turn in the window was embedded when it was added
+            persona = np.stack([_vec(t.persona_vec) for t in window])
+            replies = [_vec(t.interlocutor_vec) for _, t in answered]
         else:
             # TF-IDF: fitted on exactly the texts compared, the window and the replies answered
             vectors = self.backend.vectors(
@@ -170,3 +170,9 @@ class StagnationMonitor:
             return stagnation, 0.0
         echoed = rowwise(persona[[k for k, _ in answered]], np.stack(replies))
         return stagnation, float(echoed.mean())
+
+
+def _vec(vector: np.ndarray | None) -> np.ndarray:
+    if vector is None:
+        raise RuntimeError("a message in the window was not embedded")
+    return vector
