@@ -21,7 +21,7 @@ GIVES_IN = (14, 38)  # the script's "You're right" line, and again when the scri
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> tuple[dict, str]:
+def report(tmp_path_factory) -> tuple[dict, str, Path]:
     tmp = tmp_path_factory.mktemp("demo")
     config = yaml.safe_load(MANIA.read_text())
     config["evaluation"]["scoring"]["fidelity"]["sample_rate"] = 1.0  # every turn
@@ -48,12 +48,12 @@ def report(tmp_path_factory) -> tuple[dict, str]:
         ],
     )
     assert result.exit_code == 0, result.output
-    return json.loads((out / "report.json").read_text()), (out / "report.md").read_text()
+    return json.loads((out / "report.json").read_text()), (out / "report.md").read_text(), out
 
 
 @pytest.mark.slow
 def test_fidelity_is_judged_against_the_prompt_in_force_on_every_turn(report):
-    data, markdown = report
+    data, markdown, _ = report
     (rollout,) = data["rollouts"]
     told = rollout["conformance"]["instructions"]
     assert told["recorded"] and len(told["turns"]) == 50
@@ -72,7 +72,7 @@ def test_fidelity_is_judged_against_the_prompt_in_force_on_every_turn(report):
 
 @pytest.mark.slow
 def test_the_capitulation_check_fires_on_the_you_are_right_persona(report):
-    data, markdown = report
+    data, markdown, _ = report
     (rollout,) = data["rollouts"]
     caught = {c["turn"]: c for c in rollout["conformance"]["capitulation"]}
     assert set(caught) == set(GIVES_IN)
@@ -89,7 +89,7 @@ def test_the_capitulation_check_fires_on_the_you_are_right_persona(report):
 
 @pytest.mark.slow
 def test_no_revelation_is_offered_twice(report):
-    data, markdown = report
+    data, markdown, _ = report
     (rollout,) = data["rollouts"]
     revelations = rollout["conformance"]["revelations"]
     assert revelations["the_discovery"]["revealed_at"] == 12
@@ -97,3 +97,6 @@ def test_no_revelation_is_offered_twice(report):
     for topic, entry in revelations.items():
         assert entry["offered_after_revealed"] == [], topic
     assert "| the_discovery | 8 | 12 | never |" in markdown
+    html = (report[2] / "report.html").read_text()
+    assert "<h2>Following the plan</h2>" in html
+    assert "<td>the_discovery</td><td>8</td><td>12</td><td>never</td>" in html
