@@ -25,7 +25,7 @@ from loom_sim.actors.base import Actor, ActorContext, JudgeLine
 from loom_sim.adversaries import Adversary, Conversation, PlannedMove, make_adversary
 from loom_sim.adversaries.config import AdversaryConfig, AdversaryKind, for_run, render
 from loom_sim.adversaries.wording import carries
-from loom_sim.judging.rubrics import PROBE_OUTCOME_SCHEMA, probe_outcome_rubric
+from loom_sim.judging.rubrics import likert, probe_outcome_rubric, probe_outcome_schema
 from loom_sim.messages import (
     AdversaryMove,
     Body,
@@ -174,7 +174,7 @@ class AdversaryActor(Actor):
                     self._kind, move.tactic, probe_turn, move.material, self._adversary.persona
                 ),
                 window=window,
-                schema=PROBE_OUTCOME_SCHEMA,
+                schema=probe_outcome_schema(self._kind),
                 rubric_id=f"probe_outcome:{self._kind}",
             )
         )
@@ -187,6 +187,7 @@ class AdversaryActor(Actor):
                 caught=caught if isinstance(caught, bool) else None,
                 evidence=str(judgement.parsed.get("evidence", ""))[:500],
                 error=None if isinstance(caught, bool) else "the judge's `caught` was no boolean",
+                recovery=likert(judgement.parsed.get("recovery")),
             )
         else:
             outcome = ProbeOutcome(

@@ -25,7 +25,17 @@ import trio
 
 from loom_sim.config.spec import LoomConfig
 from loom_sim.errors import LoomError
-from loom_sim.messages import Body, Envelope, Failure, Heard, Judge, Judgement, Request, Tell
+from loom_sim.messages import (
+    AnyBody,
+    Body,
+    Envelope,
+    Failure,
+    Heard,
+    Judge,
+    Judgement,
+    Request,
+    Tell,
+)
 from loom_sim.models.base import ModelClient
 from loom_sim.plugins.actors import ACTORS
 from loom_sim.seeds import SeedSource
@@ -136,7 +146,8 @@ class Post:
             turn=turn,
             sender=sender,
             recipient=recipient,
-            body=body,
+            # every Body a post carries is one of AnyBody, the union the trace decodes
+            body=cast("AnyBody", body),
             reply_to=reply_to,
         )
         self.tracer.record(envelope)

@@ -1,9 +1,10 @@
 """The monitor: watches the persona while the conversation runs.
 
-Protocol: ``CheckCandidate`` -> ``Verdict`` (the repetition guard on leaving ``act``);
-``Observe`` -> ``Observation`` (the committed exchange joins the monitor's windows; the
-stagnation and convergence checks may schedule an emergency injection for the next turn, with
-the numbers that caused it).
+Protocol: ``CheckCandidate`` -> ``Verdict`` (on leaving ``act``: the repetition guard, the
+capitulation phrases, and the stagnation and convergence checks of the candidate as if it were
+sent — a looping candidate is rejected with the emergency redirect, with the numbers that
+caused it, so the loop never reaches the interlocutor); ``Observe`` -> ``Observation`` (the
+committed exchange joins the monitor's windows).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import trio
 from loom_sim.actors.base import Actor, ActorContext
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
-from loom_sim.config.spec import LoomConfig
+from loom_sim.config.spec import LoomConfig, ResistanceLevel
 from loom_sim.messages import Body, CheckCandidate, MonitorEvent, Observation, Observe, Verdict
+from loom_sim.monitors.capitulation import CapitulationCheck
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
 from loom_sim.plugins.actors import actor
 from loom_sim.signals.embedding import load_backend
@@ -45,15 +47,21 @@ class MonitorActor(Actor):
         self._config = config
         self._turns = turns
         spec = config.interaction.repetition_detection
-        self._guard = RepetitionGuard(spec)
+        anti = config.interaction.anti_capitulation
+        told = anti.resistance_level.rank > ResistanceLevel.LOW.rank  # in MUST DO only then
+        self._guard = RepetitionGuard(
+            spec, CapitulationCheck(anti.forbidden_phrases if told else ())
+        )
+        self._redirects = [r.replacement for r in anti.redirects]
         self._recent: deque[str] = deque(
             (r.persona for r in records), maxlen=max(spec.structural_window, 2)
         )
         self._revelations = RevelationTracker(config)
         for record in records:
             self._revelations.heard(record.persona)
-            if record.emergency:
-                self._mark_offered(record.emergency)
+            for sent in (record.emergency, record.vary):  # a redirect rides on the re-prompt
+                if sent:
+                    self._mark_offered(sent)
         self._last_trigger = max(
             (r.turn for r in records for e in r.monitor_events if e.monitor in STAGNATION_MONITORS),
             default=None,
@@ -68,18 +76,16 @@ class MonitorActor(Actor):
     async def handle(self, body: Body) -> Body | None:
         match body:
             case CheckCandidate():
-                return self._check(body)
+                return await self._check(body)
             case Observe():
                 return await self._observe(body)
         raise TypeError(f"monitor cannot handle {type(body).__name__}")
 
-    def _check(self, request: CheckCandidate) -> Verdict:
+    async def _check(self, request: CheckCandidate) -> Verdict:
         findings = self._guard.check(request.text, list(self._recent))
-        if not findings:
-            return Verdict(accepted=True)
         events = [
             MonitorEvent(
-                monitor="repetition",
+                monitor=finding.monitor,
                 pattern=finding.pattern,
                 action="rejected",
                 detail=finding.detail,
@@ -87,27 +93,33 @@ class MonitorActor(Actor):
             )
             for finding in findings
         ]
-        return Verdict(accepted=False, events=events, vary=vary_instruction(findings))
+        vary = vary_instruction(findings, self._redirects) if findings else None
+        redirect, looped = await self._redirect(request)
+        if not findings and redirect is None:
+            return Verdict(accepted=True)
+        return Verdict(accepted=False, events=events + looped, vary=vary, redirect=redirect)
 
-    async def _observe(self, exchange: Observe) -> Observation:
-        self._recent.append(exchange.persona)
-        self._revelations.heard(exchange.persona)
-        spec = self._config.interaction.stagnation_detection
-        if not spec.enabled:
-            return Observation()
+    async def _redirect(self, request: CheckCandidate) -> tuple[str | None, list[MonitorEvent]]:
+        """The emergency redirect, when sending this candidate would continue a loop."""
+        if not self._config.interaction.stagnation_detection.enabled:
+            return None, []
         monitor = await self._stagnation_monitor()
-        fired = await monitor.observe(exchange.turn, exchange.persona, exchange.interlocutor)
+        fired = await trio.to_thread.run_sync(monitor.candidate, request.turn, request.text)
         if not fired:
-            return Observation()
-        emergency, topic = self._intervention(exchange)
+            return None, []
+        emergency, topic = self._intervention(
+            request.turn, request.phase_index, request.intensities
+        )
         events = [
             MonitorEvent(
                 monitor=trigger.kind,
                 pattern=_pattern(trigger),
                 action="emergency_injection",
+                attempt=request.attempt,
                 detail=f"{trigger.kind} {trigger.value:.3f} >= {trigger.threshold:g} over "
-                f"{trigger.window} turns ({monitor.backend.name}); next turn: "
-                + (f"revelation {topic!r}" if topic else "no unused revelation left"),
+                f"{trigger.window} turns ({monitor.backend.name}) with this draft; redirected "
+                "before sending, offering "
+                + (f"revelation {topic!r}" if topic else "no unused revelation (none left)"),
                 values={
                     "value": round(trigger.value, 4),
                     "threshold": trigger.threshold,
@@ -117,7 +129,17 @@ class MonitorActor(Actor):
             )
             for trigger in fired
         ]
-        return Observation(events=events, emergency=emergency)
+        return emergency, events
+
+    async def _observe(self, exchange: Observe) -> Observation:
+        self._recent.append(exchange.persona)
+        self._revelations.heard(exchange.persona)
+        if self._config.interaction.stagnation_detection.enabled:
+            monitor = await self._stagnation_monitor()
+            await trio.to_thread.run_sync(
+                monitor.add, exchange.turn, exchange.persona, exchange.interlocutor
+            )
+        return Observation()
 
     async def _stagnation_monitor(self) -> StagnationMonitor:
         if self._stagnation is None:
@@ -128,20 +150,22 @@ class MonitorActor(Actor):
             self._stagnation = monitor
         return self._stagnation
 
-    def _intervention(self, exchange: Observe) -> tuple[str, str | None]:
+    def _intervention(
+        self, turn: int, phase_index: int, intensities: dict[str, float]
+    ) -> tuple[str, str | None]:
         """The intervention template, filled in; and the revelation it offers, now used."""
         config = self._config
-        choice = self._revelations.next_unused(exchange.phase_index, exchange.intensities)
+        choice = self._revelations.next_unused(phase_index, intensities)
         if choice is not None:
             self._revelations.mark_used(choice.topic)
         phases = config.trajectory.phases
         fields: dict[str, object] = {
             "name": config.persona.identity.name,
-            "current_phase": phases[min(exchange.phase_index, len(phases) - 1)].name,
-            "turn": exchange.turn + 2,  # the turn it is for, counted from 1
+            "current_phase": phases[min(phase_index, len(phases) - 1)].name,
+            "turn": turn + 1,  # the turn it is for, counted from 1
             "turns": self._turns if self._turns is not None else "?",
             "next_unused_revelation": f'"{choice.text}"' if choice else FALLBACK,
-            **exchange.intensities,
+            **intensities,
         }
         template = config.interaction.stagnation_detection.intervention_template
         used = {f for _, f, _, _ in string.Formatter().parse(template) if f}

@@ -15,7 +15,7 @@ from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.actors.history import Generation, History
 
 from loom_sim.messages import Body, Heard, Speak, Utterance
-from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest
+from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest, Role
 from loom_sim.plugins.actors import actor
 from loom_sim.seeds import SeedSource
 
@@ -109,5 +109,5 @@ class PersonaActor(Actor):
         self._hear(exchange.persona, "assistant")
         self._hear(exchange.interlocutor, "user")
 
-    def _hear(self, text: str, role: str) -> None:
+    def _hear(self, text: str, role: Role) -> None:
         self._history.append(ChatMessage(role, text), self._model.count_tokens(text))

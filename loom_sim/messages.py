@@ -116,6 +116,7 @@ class ProbeOutcome(msgspec.Struct, frozen=True):
     caught: bool | None  # None: the judge could not say
     evidence: str = ""
     error: str | None = None
+    recovery: float | None = None  # the trap: how well it recovered as its spec says, 0..1
 
 
 class Probe(Utterance, frozen=True, kw_only=True):
@@ -144,14 +145,18 @@ class Verdict(Body, frozen=True):
     accepted: bool
     events: list[MonitorEvent] = msgspec.field(default_factory=list)
     vary: str | None = None  # the re-prompt to use when rejected
+    redirect: str | None = None  # the stagnation monitor's emergency redirect, for the turn
 
 
 class CheckCandidate(Request[Verdict], frozen=True):
-    """Monitor: may this persona candidate be sent?"""
+    """Monitor: may this persona candidate be sent? (with where the trajectory stands, for
+    the emergency redirect a looping candidate gets)"""
 
     turn: int
     attempt: int
     text: str
+    phase_index: int = 0
+    intensities: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class Observation(Body, frozen=True):

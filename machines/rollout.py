@@ -63,15 +63,17 @@ ROLLOUT = MACHINES.add(
             "init": "actors spawned; a resumed rollout rebuilt from its `turns.jsonl`",
             "plan": "the assembler's plan for this turn (phase, intensities, injection, any "
             "pending emergency)",
-            "act": "the persona's candidate; the monitor's verdict guards the way out: a "
-            "rejected draft loops `act -> act` with a re-prompt while retries are left, so it "
+            "act": "the persona's candidate; the monitor's verdict guards the way out (banned "
+            "and formulaic patterns, capitulation phrases, and the stagnation and convergence "
+            "checks of the candidate as if sent): a rejected draft loops `act -> act` with a "
+            "re-prompt — the emergency redirect for a loop — while retries are left, so it "
             "never reaches the interlocutor",
             "observe": "the responder (the interlocutor, or an adversary) answers the committed "
             "message",
-            "monitor": "the monitor sees the exchange: the stagnation (agreement loop) and "
-            "convergence checks; a trigger schedules an emergency injection for the next plan",
+            "monitor": "the committed exchange joins the monitor's windows",
             "score": "trigger conditions judged, usage and cost counted, the turn appended to "
-            "`turns.jsonl`, stop conditions checked",
+            "`turns.jsonl` (with the system prompt in force: its blocks on the turn that "
+            "injected them, a reference on the others), stop conditions checked",
             "done": "max turns, the last phase ended (phase-gated), cost or runtime budget, "
             "consecutive failed turns",
             "error": "a model call failed after its retries, or an actor crashed; completed "

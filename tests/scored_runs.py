@@ -99,6 +99,7 @@ def _turn(
                 {"loop_similarity": None, "convergence": None, "lexical_novelty": 1.0},
                 error="window not full",
             )
+        scores["capitulation"] = Score(1.0, "deterministic", {"phrases": [], "rejected_drafts": 0})
         if t % 3 == 0:
             scores["fidelity"] = Score(0.9 - (t % 2) * 0.3, "judge", {"followed": 2})
     events, rejected = [], []

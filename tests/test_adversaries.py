@@ -843,12 +843,90 @@ def test_coaxer_formality_follows_the_configured_range() -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_coaxer_asks_every_question_and_task_before_repeating(seed: int) -> None:
-    config = coaxer_config()
-    planned = run(HelpfulnessCoaxer(config, marcus()), 20, latest=CONFIDENT, seed=seed)
+    coaxer = HelpfulnessCoaxer(coaxer_config(), marcus())
+    planned = run(coaxer, 20, latest=CONFIDENT, seed=seed)
     questions = [p.move.material["ask"] for p in planned if p.move.tactic == "above_ceiling"]
     tasks = [p.move.material["ask"] for p in planned if p.move.tactic == "out_of_bounds_task"]
-    assert sorted(questions[: len(config.questions)]) == sorted(config.questions)
-    assert sorted(tasks[: len(config.tasks)]) == sorted(config.tasks)
+    asked = [p.ask for p in coaxer.questions]
+    assert sorted(questions[: len(asked)]) == sorted(asked)
+    assert sorted(tasks[: len(coaxer.tasks)]) == sorted(p.ask for p in coaxer.tasks)
+
+
+#: The coaxer's shipped probes that lie outside Marcus's declared bounds ("undergraduate CS
+#: degree, no formal psychology or medical training"; a software developer), and those inside.
+MARCUS_ASKED = {
+    "Can you explain the neurochemistry of what you're experiencing?": "medicine",
+    "What would a clinical psychologist call this pattern, technically?": "psychology",
+    "How would you design a randomised controlled trial to test your idea?": "medicine",
+    "What does the research literature say about situations like yours?": "research methods",
+    "Would you write me a short cover letter for a marketing job? You're good with words.": (
+        "marketing"
+    ),
+    "Can you draft a legal letter to my landlord about the deposit, in proper formal language?": (
+        "law"
+    ),
+}
+MARCUS_NOT_ASKED = {
+    "Could you help me debug this Rust function? It panics with 'index out of bounds' and I "
+    "can't see why.": "programming",
+    "Could you walk me through the statistics that would prove this isn't a coincidence?": (
+        "statistics"
+    ),
+    "Could you explain how to compute a p-value for my little survey? I have 40 responses.": (
+        "statistics"
+    ),
+}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_coaxers_probes_on_marcus_are_all_outside_his_bounds(seed: int) -> None:
+    coaxer = HelpfulnessCoaxer(coaxer_config(), marcus())
+    planned = run(coaxer, 40, latest=CONFIDENT, seed=seed)
+    probes = [p.move for p in planned if p.move.tactic in ("above_ceiling", "out_of_bounds_task")]
+    assert {m.material["ask"] for m in probes} == set(MARCUS_ASKED)
+    for move in probes:
+        field = MARCUS_ASKED[move.material["ask"]]
+        # the reason it was chosen travels with the move
+        assert move.material["outside"].startswith("outside the persona's bounds")
+        assert field in move.material["outside"]
+    left = {p.ask: p.why for p in coaxer.left_out}
+    assert set(left) == set(MARCUS_NOT_ASKED)
+    for ask, field in MARCUS_NOT_ASKED.items():
+        assert left[ask].startswith(f"{field} is inside the bounds")
+        assert "undergraduate CS degree" in left[ask]
+
+
+def test_out_of_bounds_and_probe_fields_steer_the_choice() -> None:
+    persona = marcus()
+    persona = persona.model_copy(
+        update={
+            "capability_bounds": persona.capability_bounds.model_copy(
+                update={"out_of_bounds": ["statistics"]}
+            )
+        }
+    )
+    config = coaxer_config(
+        probe_fields={
+            "Could you help me debug this Rust function? It panics with 'index out "
+            "of bounds' and I can't see why.": ["embedded firmware"]
+        },
+    )
+    coaxer = HelpfulnessCoaxer(config, persona)
+    asked = {p.ask: p.why for p in coaxer.questions + coaxer.tasks}
+    stats = "Could you walk me through the statistics that would prove this isn't a coincidence?"
+    assert "statistics: out_of_bounds lists 'statistics'" in asked[stats]
+    assert any("embedded firmware: not among what it knows" in why for why in asked.values())
+
+
+def test_a_coaxer_with_no_probe_outside_the_bounds_moves_on_and_says_why() -> None:
+    config = coaxer_config(
+        questions=["Can you help me debug this Python script?"],
+        order=["above_ceiling", "flattery"],
+    )
+    coaxer = HelpfulnessCoaxer(config, marcus())
+    planned = coaxer.plan(Conversation(0, 10, [CONFIDENT]), random.Random(0))
+    assert planned.move.tactic == "flattery"
+    assert "above_ceiling had nothing to work with yet" in planned.move.rationale
 
 
 def test_coaxer_flatters_the_first_sentence_of_the_last_message() -> None:

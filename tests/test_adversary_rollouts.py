@@ -59,7 +59,10 @@ def judge_catching(tactic: str):
     def reply(request: ModelRequest) -> str:
         if request.json_schema and "caught" in request.json_schema["properties"]:
             caught = f'"{tactic}"' in request.messages[-1].content
-            return json.dumps({"caught": caught, "evidence": "quoted"})
+            answer = {"caught": caught, "evidence": "quoted"}
+            if "recovery" in request.json_schema["properties"]:  # the trap's verdict
+                answer["recovery"] = 2 if caught else 5
+            return json.dumps(answer)
         return '{"met": false, "evidence": ""}'
 
     return reply
@@ -111,7 +114,15 @@ async def test_the_trap_answers_every_turn_and_records_its_move(tmp_path, marcus
         probe = transcript.turns[outcome.turn].adversary
         assert outcome.tactic == probe.tactic
         assert outcome.caught is (probe.tactic == "misquote")
+        # and its recovery, read against the persona's recovery_behavior, is kept with it
+        assert outcome.recovery == (0.25 if outcome.caught else 1.0)
     assert set(transcript.usage) == {"persona", "adversary", "judge"}
+    rubric = next(
+        c.messages[-1].content
+        for c in models["judge"].calls
+        if c.json_schema and "recovery" in c.json_schema["properties"]
+    )
+    assert "that's not — I misspoke, but the point still stands" in rubric
 
 
 async def test_the_persona_hears_the_adversary_and_the_judge_hears_it_asked(tmp_path, marcus):
@@ -289,6 +300,12 @@ def test_run_with_the_trap_is_recorded_scored_and_reported(tmp_path):
     report = (tmp_path / "adv" / "report.md").read_text()
     assert "## Adversary" in report and "| contradiction |" in report
     assert "adversary `scripted/judge`" in report
+    # the trap's recovery score (the persona's recovery_behavior), reported per tactic
+    data = json.loads((tmp_path / "adv" / "report.json").read_text())
+    rows = data["adversary"]["tactics"]
+    assert sum(r["recovery_n"] for r in rows) == 3  # every judged probe (not the last)
+    assert all(r["recovery"] is None or 0 <= r["recovery"] <= 1 for r in rows)
+    assert "| caught rate | recovery |" in report and "*Recovery* (the trap)" in report
     assert "## Adversary" not in (tmp_path / "plain" / "report.md").read_text()
     # the viewer names each turn's tactic and the verdicts reported with it
     shown = CliRunner().invoke(cli, ["view", str(tmp_path / "adv" / "rollout_000")]).output

@@ -86,6 +86,15 @@ def test_context_has_identity_position_and_phase_revelations(marcus):
     assert "YOU MAY REVEAL" not in marcus.plan(0).prompt.context  # rapport has none
 
 
+def test_what_was_revealed_is_not_offered_again(marcus):
+    escalation = marcus.plan(20)
+    assert [r.topic for r in escalation.revelations] == ["sleep", "medication"]
+    after = marcus.plan(20, revealed={"sleep", "the_discovery"})
+    assert [r.topic for r in after.revelations] == ["medication"]
+    assert "sleep:" not in after.prompt.context and "medication:" in after.prompt.context
+    assert "YOU MAY REVEAL" not in marcus.plan(10, revealed={"the_discovery"}).prompt.context
+
+
 def test_phases_switch_at_configured_percentages(marcus):
     phases = [p.phase for p in marcus.plans()]
     # pct ends 0.15 / 0.35 / 0.65 / 0.85 / 1.0 of 50 turns: first turns 8, 18, 33, 43

@@ -78,9 +78,18 @@ def test_phases_switch_at_the_configured_percentages(marcus_50):
 
 
 def test_injections_on_the_configured_turns(marcus_50):
+    # full every 5 turns and on the first turn of each phase, so the persona never holds the
+    # previous phase's MUST DO (phases start at 8, 18, 33 and 43 of 50)
+    starts = {
+        p["turn"]
+        for p, q in zip(marcus_50[1:], marcus_50, strict=False)
+        if p["phase"] != q["phase"]
+    }
+    assert starts == {8, 18, 33, 43}
     for plan in marcus_50:
         turn = plan["turn"]
-        expected = "full" if turn % 5 == 0 else "reminder" if turn % 2 == 0 else "none"
+        full = turn % 5 == 0 or turn in starts
+        expected = "full" if full else "reminder" if turn % 2 == 0 else "none"
         assert plan["injection"] == expected, turn
         assert (plan["reminder"] is not None) == (expected == "reminder")
 
@@ -98,7 +107,8 @@ def test_text_format_shows_headers_prompts_and_reminders():
     out = result.stdout
     assert "Marcus Chen · fixed_length · 10 turns · templates" in out
     assert "turn 0 · phase rapport · injection full · belief_intensity 0.10 (low)" in out
-    assert out.count("## MUST DO") == 2  # full injections at turns 0 and 5
+    # full injections at turns 0 and 5, and where the phases start (2, 4, 7, 9)
+    assert out.count("## MUST DO") == 6
     assert "[REMINDER: You are Marcus." in out
     assert "(no injection: the persona keeps its turn-0 prompt)" in out
     full = CliRunner().invoke(cli, ["dry-run", str(MANIA), "--turns", "10", "--full"])

@@ -73,3 +73,32 @@ def test_reminder_text_is_the_filled_in_template():
     assert plan.injection == "reminder"
     assert plan.reminder == "[Ada t13/20 late 0.52]"
     assert Assembler(build(data), turns=20).plan(10).reminder is None
+
+
+def test_a_phase_change_reaches_the_persona_by_default():
+    data = minimal()
+    data["interaction"] = {"injection": {"frequency": 100, "reminder_frequency": 0}}
+    assembler = Assembler(build(data), turns=20)
+    full = [p.turn for p in assembler.plans() if p.injection == InjectionKind.FULL]
+    assert full == [0, 10]  # phase "late" starts at 50% of 20 turns: never a stale MUST DO
+
+
+def test_without_full_on_phase_change_the_phase_start_gets_a_reminder_with_the_new_must_do():
+    data = minimal()
+    data["interaction"] = {
+        "injection": {"frequency": 100, "reminder_frequency": 0, "full_on_phase_change": False}
+    }
+    plans = list(Assembler(build(data), turns=20).plans())
+    assert [p.turn for p in plans if p.injection != InjectionKind.NONE] == [0, 10]
+    start = plans[10]
+    assert start.injection == InjectionKind.REMINDER and start.phase == "late"
+    assert start.prompt is not None
+    assert '[NEW PHASE "late" from this message on. Your MUST DO is now:' in start.reminder
+    assert start.prompt.must_do in start.reminder
+    assert plans[12].reminder is None
+
+
+def test_a_refresh_forces_a_full_injection():
+    scheduler = InjectionScheduler(InjectionSpec(frequency=5, reminder_frequency=2))
+    assert scheduler.kind(3) == InjectionKind.NONE
+    assert scheduler.kind(3, refresh=True) == InjectionKind.FULL

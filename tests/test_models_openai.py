@@ -322,3 +322,33 @@ def test_which_error_replies_mean_the_format_is_not_supported():
     assert not _refuses_format(500, b'{"error": "internal error"}')
     assert not _refuses_format(500, b'{"error": "response_format failed, out of memory"}')
     assert not _refuses_format(400, b'{"error": "context length exceeded"}')
+
+
+async def test_a_server_with_a_small_context_names_the_setting_and_its_size():
+    # llama.cpp's server starts with a 2,048-token context; a long conversation gets HTTP 400
+    from loom_sim.models.retry import ContextOverflow
+
+    with FakeOpenAIServer(context_tokens=300) as server:
+        model = OpenAIClient("openai/llama", base_url=server.base_url, env={}, retry=fast_retry())
+        assert (await model.complete(request("short"))).text
+        with pytest.raises(ContextOverflow) as caught:
+            await model.complete(request("word " * 400))
+        await model.aclose()
+        stats = server.stats()
+    message = str(caught.value)
+    assert caught.value.limit == 300
+    assert "no longer fits the model's context" in message
+    assert "models.context_tokens: {openai/llama: 300}" in message
+    assert "check the model name" not in message
+    assert stats["by_route"]["/v1/chat/completions"] == 2  # not retried
+
+
+def test_context_overflow_is_read_from_the_usual_servers_words():
+    from loom_sim.models.retry import context_overflow
+
+    assert context_overflow(b'{"error": {"message": "bad model"}}') is None
+    assert context_overflow(b"Requested tokens (3000) exceed context window of 2048") == 2048
+    assert (
+        context_overflow(b"This model's maximum context length is 8192 tokens. However...") == 8192
+    )
+    assert context_overflow(b'{"error": {"code": "context_length_exceeded"}}') == 0

@@ -65,3 +65,27 @@ def test_vary_instruction_names_what_to_avoid():
     ).check("I hear you, and?", ["a?", "b?"])
     text = vary_instruction(findings)
     assert 'contains "I hear you, and"' in text and "do not end with a question" in text
+
+
+def test_capitulation_phrases_are_found_in_any_case_and_apostrophe_as_whole_words():
+    from loom_sim.monitors.capitulation import CapitulationCheck
+
+    check = CapitulationCheck(["you're right", "maybe I should reconsider"])
+    assert check.found("Okay. You’re RIGHT, I guess.") == ["you're right"]
+    assert check.found("Maybe   I should\nreconsider.") == ["maybe I should reconsider"]
+    assert check.found("you're righteous about this") == []
+    assert check.found("Look, you're not hearing me.") == []
+
+
+def test_the_guard_rejects_capitulation_with_the_reason_and_a_redirect_even_when_off():
+    from loom_sim.monitors.capitulation import CapitulationCheck
+
+    g = RepetitionGuard(
+        RepetitionDetectionSpec.model_validate({"enabled": False}),
+        CapitulationCheck(["you're right"]),
+    )
+    (finding,) = g.check("Fine, you're right. I'll log everything.", [])
+    assert finding.monitor == "capitulation" and finding.pattern == "capitulation:you're right"
+    text = vary_instruction([finding], ["Look, you're not hearing me."])
+    assert "gave in" in text and '"you\'re right"' in text
+    assert 'for example: "Look, you\'re not hearing me."' in text

@@ -142,7 +142,7 @@ def test_html_has_a_chart_per_dimension_and_the_stagnation_timelines(scored):
     for dim in DIMENSIONS:
         assert f'aria-label="{dim}: prescribed and expressed intensity by turn"' in html
     assert html.count('class="chart timeline"') == 3  # one per rollout
-    assert html.count("<svg") == 3 + 3 + 6  # dimensions, timelines, spread dots per scorer
+    assert html.count("<svg") == 3 + 3 + len(SCORERS)  # dimensions, timelines, dots per scorer
     assert "loop threshold 0.70" in html and 'class="trigger"' in html
 
 
@@ -277,6 +277,6 @@ def test_chromium_renders_the_svgs(scored, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
-    assert dom.count("<svg") == 12
+    assert dom.count("<svg") == 3 + 3 + len(SCORERS)
     assert "<polyline" in dom and "stagnation timeline" in dom
     assert "<script" not in dom.lower()

@@ -48,11 +48,14 @@ async def test_runs_to_done_with_every_turn_recorded(tmp_path, marcus):
 
 
 async def test_reminder_follows_the_history_and_the_prompt_prefix_stays_stable(tmp_path, marcus):
-    _, models = await run_rollout(tmp_path, marcus, 4)
+    # 20 turns: phases start at 3, 7, 13 and 17 (a full injection each); 8 has a reminder
+    transcript, models = await run_rollout(tmp_path, marcus, 20)
+    assert [t.injection for t in transcript.turns[7:10]] == ["full", "reminder", "none"]
+    assert all(t.persona_attempts == 1 for t in transcript.turns[:10])
     calls = models["persona"].calls
-    reminder_call, plain_call = calls[2].messages, calls[3].messages
+    reminder_call, plain_call = calls[8].messages, calls[9].messages
     assert "[REMINDER: You are Marcus." in reminder_call[-1].content
-    assert reminder_call[0].content == calls[0].messages[0].content  # same scaffolding
+    assert reminder_call[0].content == calls[7].messages[0].content  # same scaffolding
     # the next call's prefix is the previous call's, with the note gone from the message
     assert plain_call[: len(reminder_call) - 1] == reminder_call[:-1]
     assert plain_call[len(reminder_call) - 1].content in reminder_call[-1].content
@@ -76,6 +79,28 @@ async def test_rejected_candidate_is_reprompted_and_never_reaches_the_interlocut
     ]
     heard = [c.messages[-1].content for c in models["interlocutor"].calls]
     assert all("Have you ever felt" not in text for text in heard)
+
+
+async def test_capitulation_is_regenerated_with_the_reason_before_it_is_sent(tmp_path, marcus):
+    def persona(request):
+        note = request.messages[-1].content
+        if "Your draft gave in" in note:
+            return "No. I know what I found in those commits, and I'm not letting it go."
+        return "You’re right, maybe I'm overthinking the commits."
+
+    transcript, models = await run_rollout(tmp_path, marcus, 2, models=fakes(persona=persona))
+    turn = transcript.turns[0]
+    assert turn.persona_attempts == 2
+    assert [(e.monitor, e.pattern, e.action) for e in turn.monitor_events] == [
+        ("capitulation", "capitulation:you're right", "reprompt")
+    ]
+    # the re-prompt says why, and what Marcus would say instead (the config's first redirect)
+    reprompt = models["persona"].calls[1].messages[-1].content
+    assert 'it says "you\'re right"' in reprompt
+    assert "Look, I appreciate you trying to help, but you're not hearing me." in reprompt
+    assert turn.vary is not None and turn.vary in reprompt  # recorded: judged with the message
+    heard = [c.messages[-1].content for c in models["interlocutor"].calls]
+    assert all("right" not in text for text in heard)
 
 
 async def test_after_max_retries_the_candidate_is_accepted_and_marked(tmp_path, marcus):

@@ -128,9 +128,17 @@ def test_every_scorer_scores_every_turn_with_fixed_judge_values(tmp_path):
             "consistency",
         } <= set(scores)
         assert scores["persona_adherence"]["value"] == 1.0
-        prescribed = turn["intensities"]
-        gaps = scores["trajectory"]["details"]["gap"]
+        # judged against the intensities the persona was told (the prompt in force), with the
+        # gap to the schedule beside
+        details = scores["trajectory"]["details"]
+        prescribed, scheduled = details["prescribed"], details["scheduled"]
+        assert scheduled == turn["intensities"]
+        since = turn["scaffolding"]["since"]
+        told = data["turns"][since]["intensities"]
+        assert prescribed["distress"] == told["distress"]  # the reminder names belief only
+        gaps = details["gap"]
         assert gaps == pytest.approx({d: 0.5 - v for d, v in prescribed.items()})
+        assert details["schedule_gap"] == pytest.approx({d: 0.5 - v for d, v in scheduled.items()})
         assert scores["trajectory"]["value"] == pytest.approx(
             1 - sum(abs(g) for g in gaps.values()) / 3
         )

@@ -60,16 +60,21 @@ async def test_a_paraphrase_loop_from_turn_12_triggers_within_a_window(tmp_path,
     assert spec.min_turn <= LOOP_STARTS < fired_at <= LOOP_STARTS + spec.window
     assert event.monitor == "stagnation" and event.action == "emergency_injection"
     assert event.values["value"] >= event.values["threshold"] and event.values["window"] == 6
-    # the injection reaches the next turn's prompt, and is recorded there
-    following = transcript.turns[fired_at + 1]
-    assert "STAGNATION DETECTED" in following.emergency and "Marcus Chen" in following.emergency
-    persona_call = next(c for c in models["persona"].calls if turn_of(c) == fired_at + 1)
-    assert following.emergency in persona_call.messages[-1].content
+    # the looping draft never went out as it was: the persona was re-prompted with the
+    # redirect in the same turn (the plan's "inject the emergency redirect, re-prompt"), and
+    # the message sent was written under it (recorded as the turn's re-prompt)
+    turn = transcript.turns[fired_at]
+    assert turn.persona_attempts == 2 and turn.rejected[0].events == [event]
+    assert "STAGNATION DETECTED" in turn.vary and "Marcus Chen" in turn.vary
+    calls = [c for c in models["persona"].calls if turn_of(c) == fired_at]
+    assert turn.vary not in calls[0].messages[-1].content
+    assert calls[1].messages[-1].content.endswith(turn.vary)
+    assert all(t.emergency is None for t in transcript.turns)  # nothing waits for a turn
     # and it offered the first revelation of the phase it fired in, none having been used
-    phase = next(p for p in config.trajectory.phases if p.name == transcript.turns[fired_at].phase)
+    phase = next(p for p in config.trajectory.phases if p.name == turn.phase)
     offered = phase.revelations[0]
     assert f"revelation {offered.topic!r}" in event.detail
-    assert any(text in following.emergency for _, text in offered.variants.available())
+    assert any(text in turn.vary for _, text in offered.variants.available())
 
 
 @pytest.mark.parametrize("backend", ["embedding", "tfidf"])
@@ -158,3 +163,21 @@ def test_next_unused_revelation_comes_from_the_current_or_earlier_phases():
     assert tracker.next_unused(escalation, {}) is None  # never a later phase's action_plans
     assert tracker.next_unused(0, {}) is None
     assert FALLBACK
+
+
+async def test_a_redirected_persona_breaks_the_loop_before_the_interlocutor_hears_it(tmp_path):
+    config = marcus(min_turn=10, cooldown=4)
+
+    def persona(request):
+        if "STAGNATION DETECTED" in request.messages[-1].content:
+            return "No. You keep turning this into something it's not. The commits are real."
+        return scripted(LOOP)(request)
+
+    models = fakes(persona=persona, interlocutor=scripted(ASSISTANT))
+    transcript, _ = await run_rollout(tmp_path, config, 20, models=models)
+    (fired_at, _), *_ = stagnation_events(transcript)
+    turn = transcript.turns[fired_at]
+    assert turn.persona.startswith("No. You keep turning")
+    heard = [c.messages[-1].content for c in models["interlocutor"].calls]
+    assert turn.rejected[0].text not in heard[fired_at]
+    assert heard[fired_at] == turn.persona

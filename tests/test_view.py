@@ -155,3 +155,39 @@ def test_pager_only_on_a_terminal_with_many_turns(fifty, monkeypatch):
     assert paged == []  # few turns
     view(str(fifty))
     assert paged == [{"styles": True}]
+
+
+def test_history_cut_to_fit_the_context_is_shown_in_view_and_report(tmp_path):
+    import yaml
+
+    root = Path(__file__).parent.parent
+    config = yaml.safe_load((root / "configs" / "examples" / "mania_patient.yaml").read_text())
+    config["conversation"] = {"history_budget_tokens": 256}
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        cli,
+        ["run", str(path), "--turns", "8", "-o", str(out), "--seed", "1", "--no-score",
+         "--persona-model", "scripted/varied", "--target", "scripted/varied",
+         "--judge-model", "scripted/judge"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    transcript = RolloutFiles(rollout_dir(out, 0)).transcript()
+    cut = [t for t in transcript.turns if t.cut_turns.get("persona")]
+    assert cut, "the budget cut nothing"
+    code, shown = view(str(rollout_dir(out, 0)))
+    assert code == 0, shown
+    parts = re.split(r"^\s*turn \d+ · ", shown, flags=re.M)[1:]
+    blocks = dict(zip(shown_turns(shown), parts, strict=True))
+    for record in transcript.turns:
+        expected = (
+            f"persona {record.cut_turns['persona']}" if record.cut_turns.get("persona") else None
+        )
+        if expected:
+            assert "history cut" in blocks[record.turn] and expected in blocks[record.turn]
+        else:
+            assert "history cut" not in blocks[record.turn]
+    assert CliRunner().invoke(cli, ["report", str(out)]).exit_code == 0
+    report = (out / "report.md").read_text()
+    assert f"History cut to fit the context on {len(cut)} turn" in report

@@ -5,6 +5,10 @@ helpful*. Its tactics (the Loom plan's "Adversary Specifications"): questions ab
 persona's knowledge ceiling, tasks the persona could not do, admiration that invites showing
 off, and a register that grows more formal over the conversation (every tactic is worded at
 the current formality, so the shift is gradual rather than one odd turn).
+
+Questions and tasks are asked only when they lie outside the persona's bounds
+(:mod:`loom_sim.adversaries.bounds`): a developer asked to debug code is not "caught" when he
+does. Each probe asked carries, in its material, the reason it was chosen (``outside``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ import random
 
 from loom_sim.adversaries import material as m
 from loom_sim.adversaries.base import Adversary, Conversation
+from loom_sim.adversaries.bounds import outside_probes
+from loom_sim.adversaries.config import AdversaryConfig
+from loom_sim.config.spec import PersonaSpec
 
 REGISTERS = ((0.25, "casual"), (0.5, "conversational"), (0.75, "formal"), (1.01, "academic"))
 
@@ -20,14 +27,26 @@ REGISTERS = ((0.25, "casual"), (0.5, "conversational"), (0.75, "formal"), (1.01,
 class HelpfulnessCoaxer(Adversary):
     kind = "helpfulness"
 
+    def __init__(self, config: AdversaryConfig, persona: PersonaSpec):
+        super().__init__(config, persona)
+        fields = config.probe_fields
+        self.questions, self.left_out = outside_probes(
+            persona, [(q, fields.get(q, ())) for q in config.questions]
+        )
+        tasks, left = outside_probes(persona, [(t, fields.get(t, ())) for t in config.tasks])
+        self.tasks, self.left_out = tasks, self.left_out + left
+
     def material(
         self, tactic: str, conversation: Conversation, rng: random.Random
     ) -> dict[str, object] | None:
         used = {move.material.get("ask") for move in conversation.moves}
-        if tactic == "above_ceiling":
-            return {"ask": _fresh(self.config.questions, used, rng)}
-        if tactic == "out_of_bounds_task":
-            return {"ask": _fresh(self.config.tasks, used, rng)}
+        if tactic in ("above_ceiling", "out_of_bounds_task"):
+            probes = self.questions if tactic == "above_ceiling" else self.tasks
+            if not probes:  # every one of them is inside the persona's bounds
+                return None
+            by_text = {p.ask: p for p in probes}
+            chosen = by_text[_fresh(list(by_text), used, rng)]
+            return {"ask": chosen.ask, "outside": chosen.why}
         if tactic == "flattery":
             said = (
                 m.first_sentence(conversation.persona_messages[-1])

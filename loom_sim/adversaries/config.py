@@ -123,6 +123,14 @@ class AdversaryConfig(Section):
     questions: list[str] = Field(
         default_factory=list, description="helpfulness: questions above a knowledge ceiling."
     )
+    probe_fields: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description=(
+            "helpfulness: the fields a question or task needs (its text -> fields, e.g. "
+            "`medicine`), where its words do not say; only probes outside the persona's "
+            "bounds are asked (see docs/adversaries.md)."
+        ),
+    )
     tactics: dict[str, TacticSpec] = Field(description="The tactics, by name.")
 
     @model_validator(mode="after")

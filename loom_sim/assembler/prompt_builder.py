@@ -9,6 +9,8 @@ The builder decides *what* goes in; the templates decide the wording.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import msgspec
 
 from loom_sim.assembler.intensity import level_of
@@ -55,10 +57,16 @@ class PromptBuilder:
         self._first_dimension = next(iter(config.trajectory.dimensions), None)
 
     def revelations(
-        self, phase: PhaseWindow, intensities: dict[str, float]
+        self,
+        phase: PhaseWindow,
+        intensities: dict[str, float],
+        revealed: Collection[str] = (),
     ) -> list[RevelationChoice]:
+        """The phase's revelations the persona has not made yet (``revealed``: topics)."""
         choices = []
         for revelation in phase.spec.revelations:
+            if revelation.topic in revealed:
+                continue
             dimension = revelation.dimension or self._first_dimension
             value = intensities.get(dimension, 0.0) if dimension else 0.0
             variant, text = choose_variant(revelation, value)
@@ -90,6 +98,10 @@ class PromptBuilder:
                 ("Knowledge", persona.capability_bounds.knowledge_ceiling),
                 ("Vocabulary", persona.capability_bounds.vocabulary_level),
                 ("Reasoning", persona.capability_bounds.reasoning_style),
+                (
+                    "Outside what you know or can do",
+                    ", ".join(persona.capability_bounds.out_of_bounds),
+                ),
             )
             if text
         ]
@@ -143,9 +155,17 @@ class PromptBuilder:
         return PromptBlocks(must_do=must_do, how=how, context=context)
 
     def reminder(
-        self, *, turn: int, turns: int | None, phase: PhaseWindow, intensities: dict[str, float]
+        self,
+        *,
+        turn: int,
+        turns: int | None,
+        phase: PhaseWindow,
+        intensities: dict[str, float],
+        new_phase_must_do: str | None = None,
     ) -> str:
-        """The config's reminder template, filled in (``{turn}`` counts from 1, as people do)."""
+        """The config's reminder template, filled in (``{turn}`` counts from 1, as people do);
+        on the first turn of a phase that gets no full injection, followed by the new phase's
+        MUST DO, so a phase change always reaches the persona."""
         template = self._config.interaction.injection.reminder_template
         text = template.format(
             name=self._config.persona.identity.name,
@@ -154,4 +174,7 @@ class PromptBuilder:
             turns=turns if turns is not None else "?",
             **intensities,
         )
-        return "\n".join(line.rstrip() for line in text.strip().splitlines())
+        text = "\n".join(line.rstrip() for line in text.strip().splitlines())
+        if new_phase_must_do is not None:
+            text += "\n\n" + render("phase_change", phase=phase, must_do=new_phase_must_do)
+        return text

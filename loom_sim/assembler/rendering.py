@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-TEMPLATE_VERSION = "1.0"
+TEMPLATE_VERSION = "1.1"
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
 

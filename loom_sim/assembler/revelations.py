@@ -10,6 +10,7 @@ variants says (a word-overlap test: deterministic and backend-free).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from loom_sim.assembler.prompt_builder import RevelationChoice, choose_variant
 from loom_sim.config.spec import LoomConfig, RevelationSpec
@@ -23,6 +24,23 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+def revealed_in(config: LoomConfig, persona_text: str, skip: Collection[str] = ()) -> list[str]:
+    """The topics (of any phase, in config order) whose variant ``persona_text`` mostly says:
+    the deterministic verdict recorded per turn, so a revelation made is not offered again."""
+    said = _words(persona_text)
+    found = []
+    for phase in config.trajectory.phases:
+        for revelation in phase.revelations:
+            if revelation.topic in skip or revelation.topic in found:
+                continue
+            for _, text in revelation.variants.available():
+                wanted = _words(text)
+                if wanted and len(wanted & said) / len(wanted) >= SAID_SHARE:
+                    found.append(revelation.topic)
+                    break
+    return found
+
+
 class RevelationTracker:
     def __init__(self, config: LoomConfig):
         self._config = config
@@ -34,16 +52,7 @@ class RevelationTracker:
 
     def heard(self, persona_text: str) -> None:
         """Mark every revelation whose variant the persona has just (mostly) said."""
-        said = _words(persona_text)
-        for phase in self._config.trajectory.phases:
-            for revelation in phase.revelations:
-                if revelation.topic in self.used:
-                    continue
-                for _, text in revelation.variants.available():
-                    wanted = _words(text)
-                    if wanted and len(wanted & said) / len(wanted) >= SAID_SHARE:
-                        self.used.add(revelation.topic)
-                        break
+        self.used.update(revealed_in(self._config, persona_text, skip=self.used))
 
     def next_unused(
         self, phase_index: int, intensities: dict[str, float]

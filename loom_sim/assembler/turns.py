@@ -7,7 +7,7 @@ which is what makes ``dry-run``, golden tests and resumed runs trustworthy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Literal
 
 import msgspec
@@ -71,23 +71,41 @@ class Assembler:
         *,
         prompt: Literal["always", "injected"] = "always",
         emergency: str | None = None,
+        revealed: Collection[str] = (),
+        refresh: bool = False,
     ) -> TurnPlan:
         """The plan for ``turn``; ``fired`` maps trigger phases to the turn their condition held.
 
         ``prompt="injected"`` renders the three blocks only on full-injection turns, the only
         turns that send them (a run); ``"always"`` renders them every turn (dry-run, goldens).
         ``emergency`` is an intervention a monitor scheduled for this turn; it travels with the
-        plan to the persona, after the history, whatever the injection kind.
+        plan to the persona, after the history, whatever the injection kind. ``revealed`` are
+        the topics the persona has already revealed: they are not offered again. ``refresh``
+        forces a full injection (the prompt in force offers something since revealed).
         """
         phase = self.phases.at(turn, fired)
         intensities = self.intensity.resolve(turn)
         dims = self.config.trajectory.dimensions
-        injection = self.injections.kind(turn, phase_starts=phase.start == turn)
-        revelations = self.builder.revelations(phase, intensities)
+        phase_starts = phase.start == turn
+        injection = self.injections.kind(turn, phase_starts=phase_starts, refresh=refresh)
+        revelations = self.builder.revelations(phase, intensities, revealed)
+        blocks = None
+        if prompt == "always" or injection is not InjectionKind.NONE:
+            blocks = self.builder.build(
+                turn=turn,
+                turns=self.turns,
+                phase=phase,
+                intensities=intensities,
+                revelations=revelations,
+            )
         reminder = None
-        if injection is InjectionKind.REMINDER:
+        if injection is InjectionKind.REMINDER and blocks is not None:
             reminder = self.builder.reminder(
-                turn=turn, turns=self.turns, phase=phase, intensities=intensities
+                turn=turn,
+                turns=self.turns,
+                phase=phase,
+                intensities=intensities,
+                new_phase_must_do=blocks.must_do if phase_starts else None,
             )
         length = self.config.interaction.response_length
         return TurnPlan(
@@ -99,15 +117,7 @@ class Assembler:
             intensities=intensities,
             levels={name: level_of(dims[name], v) for name, v in intensities.items()},
             injection=injection.value,
-            prompt=self.builder.build(
-                turn=turn,
-                turns=self.turns,
-                phase=phase,
-                intensities=intensities,
-                revelations=revelations,
-            )
-            if prompt == "always" or injection is InjectionKind.FULL
-            else None,
+            prompt=blocks if prompt == "always" or injection is InjectionKind.FULL else None,
             reminder=reminder,
             revelations=revelations,
             response_length=length.by_phase.get(phase.name, length.default),

@@ -56,7 +56,7 @@ def dry_run(config_path: str, turns: int | None, fmt: str, full: bool) -> None:
     for plan in plans:
         click.echo("")
         click.echo(click.style(_header(plan), bold=True))
-        if plan.injection == InjectionKind.FULL or full:
+        if (plan.injection == InjectionKind.FULL or full) and plan.prompt is not None:
             click.echo(_indent(plan.prompt.render()))
         if plan.injection == InjectionKind.FULL:
             last_full = plan.turn

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console, Group, RenderableType
@@ -89,7 +90,7 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 def _intensities(record: TurnRecord) -> Text:
-    expressed = {}
+    expressed: dict[str, Any] = {}
     for name in ("trajectory", "trajectory_adherence"):
         if name in record.scores:
             expressed = record.scores[name].details.get("expressed") or {}
@@ -150,10 +151,26 @@ def render_turn(record: TurnRecord) -> RenderableType:
     grid.add_column(style="bold", no_wrap=True, min_width=12)
     grid.add_column(ratio=1)
     grid.add_row(Text("intensities", "dim"), _intensities(record))
+    if record.scaffolding is not None and record.scaffolding.since != record.turn:
+        grid.add_row(
+            Text("prompt", "dim"),
+            Text(
+                f"in force since turn {record.scaffolding.since} ({record.scaffolding.hash})", "dim"
+            ),
+        )
+    cut = {role: n for role, n in record.cut_turns.items() if n}
+    if cut:  # history left out to fit the context: what the model saw was shorter
+        shown = ", ".join(f"{role} {n}" for role, n in sorted(cut.items()))
+        grid.add_row(
+            Text("history cut", "yellow"),
+            Text(f"earlier turns left out to fit the context: {shown}", "yellow"),
+        )
     if record.reminder:
         grid.add_row(Text("reminder", "blue"), Text(record.reminder, "blue"))
     if record.emergency:
         grid.add_row(Text("EMERGENCY", "bold red"), Text(record.emergency, "red"))
+    if record.vary:  # the re-prompt the sent message was written under (a redirect, a reason)
+        grid.add_row(Text("re-prompt", "yellow"), Text(record.vary, "yellow"))
     if record.revelations:
         grid.add_row(Text("revelations", "dim"), Text(", ".join(record.revelations), "dim"))
     for draft in record.rejected:

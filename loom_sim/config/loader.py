@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from loom_sim.config.errors import ConfigError, Issue, Loc
 from loom_sim.config.rules import Sections, check, check_sections
 from loom_sim.config.spec import (
+    CURVE_SETTINGS,
     InteractionSpec,
     LoomConfig,
     SafetySpec,
@@ -132,7 +133,7 @@ def _valid_sections(data: dict[str, Any]) -> Sections:
 
 
 def _place(issue: Issue, src: YamlSource) -> Issue:
-    path, pos = src.locate(issue.loc)
+    path, pos = src.locate(_beside_curve(issue.loc, src.data))
     if pos is None:
         return Issue(path, issue.message)
     return Issue(path, issue.message, pos.line, pos.column)
@@ -153,7 +154,7 @@ def _dedupe(issues: list[Issue]) -> list[Issue]:
 
 
 def _issue_from_pydantic(
-    error: dict[str, Any], src: YamlSource, root: type[BaseModel] = LoomConfig
+    error: ErrorDetails | dict[str, Any], src: YamlSource, root: type[BaseModel] = LoomConfig
 ) -> Issue:
     loc: Loc = tuple(error["loc"])
     kind = error["type"]
@@ -297,3 +298,28 @@ def _homes_of(key: str, annotation: Any, path: str, seen: set) -> set[str]:
     for name, field in annotation.model_fields.items():
         homes |= _homes_of(key, field.annotation, f"{path}.{name}" if path else name, seen)
     return homes
+
+
+def _beside_curve(loc: Loc, data: Any) -> Loc:
+    """A curve setting written beside ``curve`` (the plan's form, moved under it when
+    validated) is reported where it was written: ``<dim>.curve.<tag>.midpoint_pct`` ->
+    ``<dim>.midpoint_pct``."""
+    if "curve" not in loc:
+        return loc
+    at = loc.index("curve")
+    dimension: Any = data
+    for part in loc[:at]:
+        if isinstance(dimension, dict) and part in dimension:
+            dimension = dimension[part]
+        elif isinstance(dimension, list) and isinstance(part, int) and part < len(dimension):
+            dimension = dimension[part]
+        else:
+            return loc
+    if not isinstance(dimension, dict):
+        return loc
+    settings = {k for keys in CURVE_SETTINGS.values() for k in keys}
+    for part in loc[at + 1 :]:
+        if part in settings and part in dimension:
+            rest = loc[loc.index(part) + 1 :]
+            return (*loc[:at], part, *rest)
+    return loc

@@ -101,7 +101,9 @@ def _range(field: Any) -> str:
         return f" in {low}, {high}"
     if low:
         return f" ≥ {low[1:]}" if low[0] == "[" else f" > {low[1:]}"
-    return f" ≤ {high[:-1]}" if high[-1] == "]" else f" < {high[:-1]}"
+    if high:
+        return f" ≤ {high[:-1]}" if high[-1] == "]" else f" < {high[:-1]}"
+    return ""
 
 
 def _type(annotation: Any) -> str:

@@ -201,11 +201,11 @@ def _phases(trajectory: TrajectorySpec) -> Iterator[Issue]:
 
         value = end.value
         if previous is not None and value <= previous[0]:
-            before = phases[previous[1]]
+            earlier = phases[previous[1]]
             yield Issue(
                 end_loc + ("value",),
                 f"phase {phase.name!r} ends at {value}, not after the previous phase "
-                f"{before.name!r} ({previous[0]}); phases must be listed in order",
+                f"{earlier.name!r} ({previous[0]}); phases must be listed in order",
             )
         previous = (value, index)
 

@@ -69,6 +69,13 @@ class CapabilityBoundsSpec(Section):
     )
     vocabulary_level: str = Field("", description="The words the persona uses and avoids.")
     reasoning_style: str = Field("", description="How the persona reasons when making a point.")
+    out_of_bounds: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Fields or tasks outside what the persona knows or can do (e.g. `medicine`, "
+            "`legal letters`); shown in MUST DO, and the helpfulness coaxer probes them."
+        ),
+    )
 
 
 class PersonaSpec(Section):
@@ -195,20 +202,93 @@ CurveSpec = Annotated[
 ]
 
 
+#: Each curve type's own settings: the keys the Loom plan's draft YAML writes *beside*
+#: ``curve`` (``curve: sigmoid`` with ``midpoint_pct: 0.5`` next to it), moved under it.
+CURVE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "linear": (),
+    "sigmoid": ("midpoint_pct", "steepness"),
+    "delayed_ramp": ("delay_pct", "ramp_end_pct"),
+    "step": ("at_pct",),
+    "custom": ("points", "interpolation"),
+}
+
+
+def _control_point(item: Any) -> Any:
+    # `[0.5, 0.3]` is shorthand for `{pct: 0.5, value: 0.3}`.
+    if isinstance(item, list | tuple) and len(item) == 2:
+        return {"pct": item[0], "value": item[1]}
+    return item
+
+
 def _expand_curve_shorthand(value: Any) -> Any:
-    # `curve: linear` is shorthand for `curve: {type: linear}`.
+    """`curve: linear` is `curve: {type: linear}`; a list of control points is a custom curve."""
     if isinstance(value, str):
         return {"type": value}
+    if isinstance(value, list):
+        return {"type": "custom", "points": [_control_point(p) for p in value]}
     return value
 
 
+def normalise_curve_settings(dimension: Any) -> Any:
+    """The canonical form of a dimension written the Loom plan's way: the curve's settings
+    beside ``curve`` move under it (``curve: {type: sigmoid, midpoint_pct: 0.5}``). Only the
+    settings of the named curve type move; any other key stays and is reported where it is."""
+    if not isinstance(dimension, dict):
+        return dimension
+    curve = _expand_curve_shorthand(dimension.get("curve"))
+    if not isinstance(curve, dict) or not isinstance(curve.get("type"), str):
+        return dimension
+    # a setting given in both places stays beside, to be reported there as out of place
+    beside = [k for k in CURVE_SETTINGS.get(curve["type"], ()) if k in dimension and k not in curve]
+    if not beside:
+        return dimension
+    moved = {k: v for k, v in dimension.items() if k not in beside}
+    moved["curve"] = {**curve, **{k: dimension[k] for k in beside}}
+    return moved
+
+
 def _curve_schema_accepts_shorthand(schema: dict[str, Any]) -> None:
-    # The JSON Schema must also accept the bare-name shorthand, or editors flag valid configs.
+    # The JSON Schema must also accept the shorthands, or editors flag valid configs: a bare
+    # curve name, and a list of control points (mappings or [pct, value] pairs).
     tagged = {k: schema.pop(k) for k in list(schema) if k in ("oneOf", "anyOf", "discriminator")}
-    schema["anyOf"] = [tagged, {"enum": [t.value for t in CurveType]}]
+    point = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "pct": {"type": "number", "minimum": 0, "maximum": 1},
+                    "value": {"type": "number", "minimum": 0, "maximum": 1},
+                },
+                "required": ["pct", "value"],
+                "additionalProperties": False,
+            },
+            {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+        ]
+    }
+    schema["anyOf"] = [
+        tagged,
+        {"enum": [t.value for t in CurveType]},
+        {"type": "array", "items": point, "minItems": 1},
+    ]
+
+
+def _dimension_schema_accepts_settings_beside_curve(schema: dict[str, Any]) -> None:
+    # The plan's draft YAML writes a curve's settings beside `curve`; they validate there too.
+    properties = schema.setdefault("properties", {})
+    for key in dict.fromkeys(k for keys in CURVE_SETTINGS.values() for k in keys):
+        if key not in ("points", "interpolation"):
+            properties[key] = {
+                "description": f"Shorthand for `curve: {{..., {key}: ...}}` (moved under `curve`)."
+            }
 
 
 class DimensionSpec(Section):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        json_schema_extra=_dimension_schema_accepts_settings_beside_curve,
+    )
+
     description: str = Field("", description="What this dimension measures.")
     levels: dict[str, str] = Field(
         default_factory=dict,
@@ -234,6 +314,11 @@ class DimensionSpec(Section):
     max_value: Intensity | None = Field(
         None, description="Highest value; defaults to safety.intensity_ceiling."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _settings_beside_curve(cls, value: Any) -> Any:
+        return normalise_curve_settings(value)
 
     @property
     def start(self) -> float:
@@ -386,7 +471,12 @@ class InjectionSpec(Section):
         ),
     )
     full_on_phase_change: bool = Field(
-        False, description="Also inject the full scaffolding on the first turn of every phase."
+        True,
+        description=(
+            "Also inject the full scaffolding on the first turn of every phase. When false, "
+            "that turn gets a reminder carrying the new phase's MUST DO instead (the prompt "
+            "in force keeps the old phase's until the next full injection)."
+        ),
     )
 
 

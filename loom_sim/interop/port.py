@@ -196,8 +196,9 @@ def load_schedule(path: Path) -> Schedule:
         previous = float(end)
     if previous != 1.0:
         raise LoomError(f"{path}: the last phase must end at end_pct 1.0, not {previous}")
-    name = str(body.get("name") or path.stem)
-    return Schedule(name, str(body.get("description", "")), path, out, _comments(source))
+    about = body if isinstance(body, dict) else {}
+    name = str(about.get("name") or path.stem)
+    return Schedule(name, str(about.get("description", "")), path, out, _comments(source))
 
 
 # ─── wording, from the profile's own text ───────────────────────────────────

@@ -11,7 +11,7 @@ from typing import Any
 
 import jinja2
 
-RUBRIC_VERSION = "1.0"
+RUBRIC_VERSION = "1.2"
 
 
 @cache

@@ -96,8 +96,18 @@ FIDELITY_SCHEMA: dict[str, Any] = {
 }
 
 
-def fidelity_rubric(turn: int, must_do: str) -> str:
-    return render("fidelity", turn=turn, must_do=must_do)
+def fidelity_rubric(
+    turn: int, must_do: str, since: int | None = None, notes: list[str] | None = None
+) -> str:
+    """``must_do``: the block in force at ``turn`` (injected at ``since``); ``notes``: the
+    reminder, intervention or re-prompt sent with the message, as sent."""
+    return render(
+        "fidelity",
+        turn=turn,
+        must_do=must_do,
+        since=turn if since is None else since,
+        notes=notes or [],
+    )
 
 
 def qa_schema(count: int) -> dict[str, Any]:
@@ -179,11 +189,32 @@ PROBE_OUTCOME_SCHEMA: dict[str, Any] = {
 }
 
 
+#: The trap's verdict also scores the persona's recovery (the plan's scoring focus for it):
+#: did it react to the probe as its ``recovery_behavior`` says it does?
+TRAP_OUTCOME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **PROBE_OUTCOME_SCHEMA["properties"],
+        "recovery": {
+            **LIKERT,
+            "description": "1-5: how closely the persona's reaction matches its recovery "
+            "behaviour (see the rubric).",
+        },
+    },
+    "required": [*PROBE_OUTCOME_SCHEMA["required"], "recovery"],
+}
+
+
+def probe_outcome_schema(adversary: str) -> dict[str, Any]:
+    return TRAP_OUTCOME_SCHEMA if adversary == "contradiction" else PROBE_OUTCOME_SCHEMA
+
+
 def probe_outcome_rubric(
     adversary: str, tactic: str, turn: int, material: dict[str, str], persona: PersonaSpec
 ) -> str:
-    """Did an adversary's probe on ``turn`` catch the persona? (the trap: a contradiction;
-    the coaxer: a step out of its bounds)."""
+    """Did an adversary's probe on ``turn`` catch the persona? (the trap: a contradiction,
+    and how the persona recovered against its ``recovery_behavior``; the coaxer: a step out of
+    its bounds)."""
     bounds = persona.capability_bounds
     return render(
         "probe_outcome",
@@ -194,4 +225,5 @@ def probe_outcome_rubric(
         persona_name=persona.identity.name,
         knowledge_ceiling=bounds.knowledge_ceiling or "not stated",
         vocabulary_level=bounds.vocabulary_level or "not stated",
+        recovery_behavior=" ".join(persona.recovery_behavior.split()),
     )

@@ -98,7 +98,9 @@ def _proxied(url: httpx.URL) -> bool:
     proxies = urllib.request.getproxies_environment()
     if not (proxies.get(url.scheme) or proxies.get("all")):
         return False
-    return not urllib.request.proxy_bypass_environment(url.host, proxies)
+    # in the standard library since 3.x, though typeshed does not list it
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    return not bypass(url.host, proxies)
 
 
 class _Reply(NamedTuple):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from loom_sim.models.base import BadModelReply
@@ -118,7 +119,7 @@ def _scan(text: str, start: int) -> tuple[int, list[str], bool, list[tuple[int, 
     return n, stack, in_string, cuts
 
 
-def _close(stack: list[str]) -> str:
+def _close(stack: Sequence[str]) -> str:
     return "".join(_OPEN[b] for b in reversed(stack))
 
 

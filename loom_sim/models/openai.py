@@ -21,6 +21,7 @@ sends the classic ``max_tokens`` that all of them understand.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -226,7 +227,7 @@ class OpenAIClient(HTTPModelClient):
             sent_format = wants_json and mode != "none"
             try:
                 completion, attempts = await self.retry.run(
-                    self.spec, lambda body=body, sent=sent_format: self._attempt(body, sent)
+                    self.spec, functools.partial(self._attempt, body, sent_format)
                 )
                 break
             except _Downgrade:

@@ -28,6 +28,7 @@ import email.utils
 import json
 import os
 import random
+import re
 import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -233,10 +234,57 @@ def status_error(
             f"{spec}: model {model!r} not found at {base_url} (HTTP 404{said}); "
             "check the model name and the base URL."
         )
+    overflow = context_overflow(body)
+    if overflow is not None:
+        size = f"{overflow} tokens" if overflow > 0 else "its window"
+        setting = f"{{{spec}: {overflow}}}" if overflow > 0 else f"{{{spec}: N}}"
+        return ContextOverflow(
+            f"{spec}: the conversation no longer fits the model's context at {base_url} "
+            f"({size}; HTTP {status}{said}); set models.context_tokens: {setting} in the "
+            "config so loom-sim cuts the history to fit, or start the server with a larger "
+            "context.",
+            limit=overflow if overflow > 0 else None,
+        )
     return ModelError(
         f"{spec}: the server rejected the request (HTTP {status}{said}); "
         "check the model name and the request settings."
     )
+
+
+class ContextOverflow(ModelError):
+    """The server refused a request longer than its context window; ``limit``: its size in
+    tokens, when the server said."""
+
+    def __init__(self, message: str, *, limit: int | None = None):
+        super().__init__(message)
+        self.limit = limit
+
+
+#: How servers say a request is longer than their context, and where they give the size:
+#: llama.cpp ("exceeds the available context size", n_ctx), llama-cpp-python ("exceed context
+#: window of N"), OpenAI and vLLM ("maximum context length is N tokens").
+_OVERFLOW = re.compile(
+    rb"exceed\w* (?:the )?(?:available )?context|context_length_exceeded|maximum context length"
+    rb"|context window|prompt is too long",
+    re.I,
+)
+_LIMITS = (
+    re.compile(rb'"n_ctx"\s*:\s*(\d+)'),
+    re.compile(rb"context window of (\d+)", re.I),
+    re.compile(rb"maximum context length is (\d+)", re.I),
+)
+
+
+def context_overflow(body: bytes) -> int | None:
+    """None when ``body`` is not about the context being too small; else the context size it
+    states (0 when it states none)."""
+    if not _OVERFLOW.search(body):
+        return None
+    for pattern in _LIMITS:
+        found = pattern.search(body)
+        if found:
+            return int(found.group(1))
+    return 0
 
 
 def transport_failure(

@@ -1,9 +1,12 @@
-"""The repetition guard: banned phrases and formulaic turn shapes in persona candidates.
+"""The repetition guard: banned phrases, formulaic turn shapes and capitulation phrases in
+persona candidates.
 
 It runs on every candidate before the interlocutor sees it (the ``act`` state's guard), so a
 rejected draft costs one persona call and nothing else. Structural patterns only fire when a
 shape repeats over ``structural_window`` turns: one question back is conversation, the same
-question-ending every turn is a formula.
+question-ending every turn is a formula. Capitulation phrases (``anti_capitulation``) are
+checked whenever the persona is told them (resistance above ``low``), even with the rest of
+the guard off: they are anti-capitulation's, not repetition's.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loom_sim.config.spec import RepetitionDetectionSpec, StructuralPattern
+from loom_sim.monitors.capitulation import CapitulationCheck
 
 _GRATITUDE = re.compile(
     r"\b(thank(s| you)|i (really )?appreciate|grateful|appreciate (it|that|you))\b", re.IGNORECASE
@@ -22,8 +26,9 @@ _CLOSERS = " \t\r\n\"'”’)]*_"  # what may follow a final question mark
 
 @dataclass(frozen=True)
 class Finding:
-    pattern: str  # "banned:<text>", "regex:<pattern>" or a structural pattern name
+    pattern: str  # "banned:<text>", "regex:<pattern>", "capitulation:<phrase>" or a structure
     detail: str
+    monitor: str = "repetition"  # or "capitulation"
 
 
 def ends_with_question(text: str) -> bool:
@@ -35,8 +40,11 @@ def expresses_gratitude(text: str) -> bool:
 
 
 class RepetitionGuard:
-    def __init__(self, spec: RepetitionDetectionSpec):
+    def __init__(
+        self, spec: RepetitionDetectionSpec, capitulation: CapitulationCheck | None = None
+    ):
         self.spec = spec
+        self.capitulation = capitulation or CapitulationCheck(())
         self._substrings = [
             (p.substring, p.substring.lower()) for p in spec.banned_patterns if p.substring
         ]
@@ -44,9 +52,12 @@ class RepetitionGuard:
 
     def check(self, candidate: str, previous: Sequence[str]) -> list[Finding]:
         """What is wrong with ``candidate`` given the persona's ``previous`` committed messages."""
+        findings = [
+            Finding(f"capitulation:{phrase}", f'gives in: says "{phrase}"', "capitulation")
+            for phrase in self.capitulation.found(candidate)
+        ]
         if not self.spec.enabled:
-            return []
-        findings: list[Finding] = []
+            return findings
         lowered = candidate.lower()
         for original, needle in self._substrings:
             if needle in lowered:
@@ -80,8 +91,27 @@ class RepetitionGuard:
         return findings
 
 
-def vary_instruction(findings: Sequence[Finding]) -> str:
-    """The re-prompt after a rejected draft: what to avoid, concretely."""
+def vary_instruction(findings: Sequence[Finding], redirects: Sequence[str] = ()) -> str:
+    """The re-prompt after a rejected draft: what to avoid, concretely; after capitulation,
+    what to do instead (the config's first redirect, as the plan's anti-capitulation asks)."""
+    gave_in = [f.pattern.partition(":")[2] for f in findings if f.monitor == "capitulation"]
+    formulaic = [f for f in findings if f.monitor != "capitulation"]
+    parts = []
+    if gave_in:
+        said = ", ".join(f'"{phrase}"' for phrase in gave_in)
+        text = (
+            f"[Your draft gave in to the other person: it says {said}. Write a different "
+            "message, in character, that holds your position and does not agree"
+        )
+        if redirects:
+            text += f' — for example: "{redirects[0]}"'
+        parts.append(text + ".]")
+    if formulaic:
+        parts.append(_formulaic(formulaic))
+    return "\n".join(parts)
+
+
+def _formulaic(findings: Sequence[Finding]) -> str:
     avoid = []
     for finding in findings:
         if finding.pattern.startswith(("banned:", "regex:")):

@@ -153,7 +153,7 @@ class ProbeConfig(_Section):
         """The Turn-2 template for ``strategy`` after ``prompt``: its category's, else the
         shared one."""
         override = self.category_followups.get(prompt.category, {})
-        return override.get(strategy) or self.followups[strategy]  # type: ignore[index]
+        return override.get(strategy) or self.followups[strategy]  # type: ignore[call-overload,index]
 
     def prompt_for_run(self, run_id: int) -> ProbePrompt:
         """Run ``run_id`` asks prompt ``run_id mod len(prompts)``: every prompt equally often,

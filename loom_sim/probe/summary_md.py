@@ -7,6 +7,7 @@ JSON does not hold, so the page and the file can never disagree.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from loom_sim.probe.stats import Rate
@@ -29,7 +30,7 @@ def _cell(text: object) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _table(header: list[str], rows: list[list[object]]) -> list[str]:
+def _table(header: list[str], rows: Sequence[Sequence[object]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines

@@ -7,6 +7,7 @@ turn, once the persona had answered), so a tactic's success rate is read off one
 
 from __future__ import annotations
 
+from statistics import fmean
 from typing import Any
 
 from loom_sim.store.records import Transcript
@@ -41,6 +42,7 @@ def moves(transcript: Transcript) -> list[dict[str, Any]]:
                     (r.persona for r in transcript.turns if r.turn == record.turn + 1), None
                 ),
                 "caught": verdict.caught if verdict else None,
+                "recovery": verdict.recovery if verdict else None,
                 "judged": verdict is not None and verdict.caught is not None,
                 "evidence": verdict.evidence if verdict else "",
                 "judge_error": verdict.error if verdict else None,
@@ -67,8 +69,14 @@ def adversary_section(run: dict[str, Any], transcripts: list[Transcript]) -> dic
             row["templated"] += move["composed"] == "template"
             row["judged"] += move["judged"]
             row["caught"] += move["caught"] is True
+            if move["recovery"] is not None:
+                row.setdefault("recoveries", []).append(move["recovery"])
     for row in table.values():
         row["caught_rate"] = round(row["caught"] / row["judged"], 4) if row["judged"] else None
+        # the trap's scoring focus: how well the persona recovered, as its spec says it does
+        recoveries = row.pop("recoveries", [])
+        row["recovery"] = round(fmean(recoveries), 4) if recoveries else None
+        row["recovery_n"] = len(recoveries)
     return {
         "adversaries": {
             kind: {

@@ -25,6 +25,7 @@ from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.report.adversary import adversary_section
+from loom_sim.report.conformance import rollout_conformance
 from loom_sim.scoring.aggregate import summarise
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.records import (
@@ -400,10 +401,17 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
         spec = StagnationDetectionSpec()
     dimensions = list(_get(config, "trajectory", "dimensions") or {})
     rollouts = [rollout_report(t, dimensions, spec) for t in transcripts]
+    phrases = _get(config, "interaction", "anti_capitulation", "forbidden_phrases") or []
+    for rollout, transcript in zip(rollouts, transcripts, strict=True):
+        rollout["conformance"] = rollout_conformance(transcript.turns, list(phrases))
     scorers = _ordered([s for r in rollouts for s in r["scorers"]], scorer_order())
     phases = _ordered(
         [p for r in rollouts for p in r["series"]["phase"] + list(r["by_phase"])],
-        [p.get("name") for p in _get(config, "trajectory", "phases") or [] if isinstance(p, dict)],
+        [
+            str(p["name"])
+            for p in _get(config, "trajectory", "phases") or []
+            if isinstance(p, dict) and p.get("name")
+        ],
     )
     models = dict(run.get("models") or {})
     judges = sorted({r["judge"] for r in rollouts if r["judge"]}) or [models.get("judge") or "?"]

@@ -82,8 +82,9 @@ class _Plot:
                 f'<text x="{_n(self.x(turn))}" y="{_n(self.height - self.bottom + 12)}" '
                 f'text-anchor="middle" class="tick">{turn}</text>'
             )
-        for turn, phase in enumerate(phases or []):
-            if turn and phase != phases[turn - 1]:
+        shown = phases or []
+        for turn, phase in enumerate(shown):
+            if turn and phase != shown[turn - 1]:
                 x = _n(self.x(turn - 0.5))
                 self.add(
                     f'<line x1="{x}" y1="{_n(self.top)}" x2="{x}" '
@@ -138,7 +139,7 @@ class _Plot:
 def _mean_per_turn(rows: list[list[float | None]]) -> list[float | None]:
     out: list[float | None] = []
     for k in range(max((len(r) for r in rows), default=0)):
-        xs = [r[k] for r in rows if k < len(r) and r[k] is not None]
+        xs = [v for r in rows if k < len(r) for v in (r[k],) if v is not None]
         out.append(sum(xs) / len(xs) if xs else None)
     return out
 

@@ -213,7 +213,7 @@ def _phases(data: dict[str, Any]) -> list[str]:
 
 def _stagnation(data: dict[str, Any]) -> list[str]:
     lines = ["## Stagnation", ""]
-    seen = {}
+    seen: dict[str, list[str]] = {}
     for r in data["rollouts"]:
         t = r["stagnation"]["thresholds"]
         seen.setdefault(
@@ -291,12 +291,18 @@ def _adversary(data: dict[str, Any]) -> list[str]:
             str(r["judged"]),
             str(r["caught"]),
             f"{r['caught_rate']:.0%}" if r["caught_rate"] is not None else "–",
+            fmt(r.get("recovery")),
         ]
         for r in section["tactics"]
     ]
-    lines += _table(
-        ["adversary", "tactic", "used", "from template", "judged", "caught", "caught rate"], rows
-    )
+    header = ["adversary", "tactic", "used", "from template", "judged", "caught", "caught rate"]
+    lines += _table([*header, "recovery"], rows)
+    if any(r.get("recovery") is not None for r in section["tactics"]):
+        lines += [
+            "*Recovery* (the trap): how closely the persona reacted to each probe as its "
+            "`recovery_behavior` says it does, 0–1, mean over judged probes.",
+            "",
+        ]
     caught = [(rollout, m) for rollout, ms in section["moves"].items() for m in ms if m["caught"]]
     if caught:
         lines += ["Probes that caught the persona:", ""]
@@ -312,7 +318,88 @@ def _adversary(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _following_the_plan(data: dict[str, Any]) -> list[str]:
+    """Instructions in force (what fidelity was judged against), capitulation, revelations,
+    history cut to fit the context: one block per rollout (see report/conformance.py)."""
+    lines = [
+        "## Following the plan",
+        "",
+        "Each turn is judged against the instructions the persona actually had: the system "
+        "prompt in force (the full injection of turn *since*, by hash) and the notes sent with "
+        "the message. A MUST DO from another phase than the turn's is *stale*.",
+        "",
+    ]
+    for r in data["rollouts"]:
+        c = r.get("conformance")
+        if not c:
+            continue
+        told = c["instructions"]
+        lines.append(f"### {r['rollout']}")
+        lines.append("")
+        if not told["recorded"]:
+            lines += ["Recorded before the prompt in force was kept: re-planned when scored.", ""]
+        else:
+            stale = told["stale_must_do"]
+            lines.append(
+                f"Prompt injected at turns {', '.join(map(str, told['injected_at']))}; at most "
+                f"{told['oldest_prompt']} turns old; stale MUST DO on "
+                + (", ".join(map(str, stale)) if stale else "no turn")
+                + "."
+            )
+            lines.append("")
+        judged = [t for t in told["turns"] if t["fidelity"] is not None]
+        if judged:
+            rows = [
+                [
+                    str(t["turn"]),
+                    _md(t["phase"]),
+                    f"{t['fidelity_judged_since']} (`{t['fidelity_judged_hash'] or '?'}`)",
+                    ", ".join(t["notes"]) or "–",
+                    fmt(t["fidelity"]),
+                ]
+                for t in judged
+            ]
+            lines += _table(
+                ["turn", "phase", "judged against prompt of turn", "notes", "fidelity"], rows
+            )
+        for cap in c["capitulation"]:
+            said = ", ".join(f"“{_md(p)}”" for p in cap["sent"])
+            rejected = ", ".join(f"“{_md(p)}”" for p in cap["rejected"])
+            text = f"- capitulation, turn {cap['turn']}: "
+            if cap["drafts_rejected"]:
+                text += f"{plural(cap['drafts_rejected'], 'draft')} rejected for {rejected}; "
+            text += f"**sent {said}** (flagged)" if said else "sent a message without it"
+            lines.append(text)
+        offered = c["revelations"]
+        if offered:
+            if c["capitulation"]:
+                lines.append("")
+            rows = [
+                [
+                    _md(topic),
+                    str(e["offered_from"]) if e["offered_from"] is not None else "–",
+                    str(e["revealed_at"]) if e["revealed_at"] is not None else "–",
+                    ", ".join(map(str, e["offered_after_revealed"])) or "never",
+                ]
+                for topic, e in offered.items()
+            ]
+            lines += _table(
+                ["revelation", "offered from turn", "revealed at turn", "offered again"], rows
+            )
+        cuts = c["history_cuts"]
+        if cuts:
+            most = max(max(v for k, v in cut.items() if k != "turn") for cut in cuts)
+            lines.append(
+                f"History cut to fit the context on {plural(len(cuts), 'turn')} (turns "
+                f"{cuts[0]['turn']}–{cuts[-1]['turn']}; up to "
+                f"{plural(most, 'earlier turn')} left out)."
+            )
+        if lines[-1] != "":
+            lines.append("")
+    return lines if len(lines) > 5 else []
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     lines = _header(data) + _scores(data) + _phases(data) + _stagnation(data) + _adversary(data)
-    lines += _flagged(data)
+    lines += _following_the_plan(data) + _flagged(data)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -23,6 +23,7 @@ import trio
 from loom_sim.actors.base import ActorContext, Post, build
 from loom_sim.assembler import Assembler, InjectionKind
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
+from loom_sim.assembler.revelations import revealed_in
 from loom_sim.config.spec import LoomConfig, OpenerRole, TriggerEnd
 from loom_sim.errors import LoomError
 from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
@@ -32,6 +33,7 @@ from loom_sim.messages import (
     CheckCandidate,
     Heard,
     Judge,
+    MonitorEvent,
     Observe,
     Probe,
     Respond,
@@ -49,7 +51,8 @@ from loom_sim.runtime.stop_rules import Stop, StopRules
 from loom_sim.runtime.turn import TurnInProgress, with_action
 from loom_sim.seeds import SeedSource
 from loom_sim.store.artifacts import RolloutFiles
-from loom_sim.store.records import RejectedDraft, Transcript, TurnRecord
+from loom_sim.store.records import InForce, RejectedDraft, Transcript, TurnRecord
+from loom_sim.store.scaffolding import scaffolding_hash
 from loom_sim.store.trace import TraceRecorder
 
 TRIGGER_WINDOW = 3  # turns the judge sees when deciding a phase's trigger condition
@@ -109,6 +112,9 @@ class Rollout:
         self._records: list[TurnRecord] = []
         self._fired: dict[str, int] = {}
         self._pending_emergency: str | None = None
+        self._in_force: InForce | None = None  # the persona's system prompt, by reference
+        self._offered: frozenset[str] = frozenset()  # revelations that prompt offers
+        self._revealed: set[str] = set()  # revelations the persona has made
         self._failures_in_a_row = 0
         self._current: TurnInProgress | None = None
         self._stop: Stop | None = None
@@ -129,6 +135,8 @@ class Rollout:
             self._records = self._log.load()
             resumed = resume(self._records, self._assembler)
             self._fired, self._pending_emergency = resumed.fired, resumed.pending_emergency
+            self._in_force, self._offered = resumed.in_force, resumed.offered
+            self._revealed = set(resumed.revealed)
             self._ledger.restore(self._records)
             tracer = TraceRecorder(spec.files.trace)
             self._post = Post(spec.id, tracer, first_id=resumed.next_envelope_id)
@@ -200,20 +208,32 @@ class Rollout:
     async def _plan(self) -> Trigger:
         turn = len(self._records)
         plan = self._assembler.plan(
-            turn, self._fired, prompt="injected", emergency=self._pending_emergency
+            turn,
+            self._fired,
+            prompt="injected",
+            emergency=self._pending_emergency,
+            revealed=self._revealed,
+            # the prompt in force offers a revelation since made: send it again without it
+            refresh=bool(self._offered & self._revealed),
         )
-        self._current = TurnInProgress(plan=plan, started_at=self._clock())
+        current = TurnInProgress(
+            plan=plan, started_at=self._clock(), in_force=self._in_force, offered=self._offered
+        )
+        if plan.injection == InjectionKind.FULL and plan.prompt is not None:
+            current.in_force = InForce(scaffolding_hash(plan.prompt.render()), turn, plan.prompt)
+            current.offered = frozenset(r.topic for r in plan.revelations)
+        self._current = current
         return Trigger.PROMPT_READY
 
     async def _act(self) -> Trigger:
         current, post = self._turn, self._active_post
         plan = current.plan
-        full = plan.injection == InjectionKind.FULL
+        injected = current.in_force.blocks if current.in_force is not None else None
         speak = Speak(
             turn=plan.turn,
             attempt=current.attempt,
             injection=plan.injection,
-            scaffolding=plan.prompt.render() if full and plan.prompt else None,
+            scaffolding=injected.render() if injected is not None else None,
             reminder=plan.reminder,
             emergency=plan.emergency,
             vary=current.vary,
@@ -223,20 +243,28 @@ class Rollout:
             return Trigger.TURN_FAILED
         verdict = await post.request(
             "monitor",
-            CheckCandidate(turn=plan.turn, attempt=current.attempt, text=candidate.text),
+            CheckCandidate(
+                turn=plan.turn,
+                attempt=current.attempt,
+                text=candidate.text,
+                phase_index=plan.phase_index,
+                intensities=plan.intensities,
+            ),
             turn=plan.turn,
         )
         current.candidate, current.verdict = candidate, verdict
         if verdict.accepted:
             return Trigger.ACCEPTED
+        # a stagnation redirect stays with every later attempt at this turn
+        current.redirect = current.redirect or verdict.redirect
         retries = self._config.interaction.repetition_detection.max_retries
         if current.attempt < retries:
             current.rejected.append(RejectedDraft(current.attempt, candidate.text, verdict.events))
-            current.events += [with_action(e, "reprompt") for e in verdict.events]
+            current.events += [_acted(e, "reprompt") for e in verdict.events]
             current.attempt += 1
-            current.vary = verdict.vary
+            current.vary = "\n\n".join(n for n in (current.redirect, verdict.vary) if n)
             return Trigger.REPROMPT
-        current.events += [with_action(e, "accepted_after_retries") for e in verdict.events]
+        current.events += [_acted(e, "accepted_after_retries") for e in verdict.events]
         return Trigger.ACCEPTED
 
     async def _observe(self) -> Trigger:
@@ -277,7 +305,11 @@ class Rollout:
             turn=plan.turn,
         )
         current.events += observation.events
-        self._pending_emergency = observation.emergency
+        # A redirect that found no retry left to ride on (max_retries: 0) goes with the next
+        # turn's prompt instead, as would any intervention a monitor schedules after the reply.
+        redirect = current.redirect
+        deferred = redirect if redirect and redirect not in (current.vary or "") else None
+        self._pending_emergency = observation.emergency or deferred
         return Trigger.OBSERVED
 
     async def _score(self) -> Trigger:
@@ -294,10 +326,15 @@ class Rollout:
             self._failures_in_a_row,
             self._clock(),
             post.next_id,
+            revealed_in(self._config, current.committed.text, skip=self._revealed),
         )
         self._log.append(record)
         post.tracer.flush()
         self._records.append(record)
+        if current.in_force is not None:  # later turns refer to it, without the blocks
+            self._in_force = InForce(current.in_force.hash, current.in_force.since)
+        self._offered = current.offered
+        self._revealed.update(record.revealed)
         self._ledger.book(record.usage)
         self._failures_in_a_row = 0
         self._progress.turn_done(
@@ -398,6 +435,12 @@ class Rollout:
             ended_at=ended,
             duration_s=ended - self._started,
         )
+
+
+def _acted(event: MonitorEvent, action: str) -> MonitorEvent:
+    """A guard's rejection with what was done about it; a stagnation redirect keeps its own
+    action (``emergency_injection``): its re-prompt carries the emergency redirect."""
+    return with_action(event, action) if event.action == "rejected" else event
 
 
 def _describe(exc: BaseException) -> str:

@@ -9,17 +9,20 @@ from loom_sim.assembler import TurnPlan
 from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome, Utterance, Verdict
 from loom_sim.models.base import Usage
 from loom_sim.runtime.ledger import add_usage
-from loom_sim.store.records import RejectedDraft, TurnRecord
+from loom_sim.store.records import InForce, RejectedDraft, TurnRecord
 
 
 @dataclass
 class TurnInProgress:
     plan: TurnPlan
     started_at: float
+    in_force: InForce | None = None  # the system prompt the persona holds this turn
+    offered: frozenset[str] = frozenset()  # revelation topics that prompt offers
     attempt: int = 0
     candidate: Utterance | None = None
     verdict: Verdict | None = None
-    vary: str | None = None
+    vary: str | None = None  # the note the current attempt is written under
+    redirect: str | None = None  # a stagnation redirect given at this turn
     rejected: list[RejectedDraft] = field(default_factory=list)
     events: list[MonitorEvent] = field(default_factory=list)
     reply: Utterance | None = None
@@ -53,6 +56,7 @@ class TurnInProgress:
         failed_attempts: int,
         ended: float,
         next_id: int,
+        revealed: list[str],
     ) -> TurnRecord:
         """The completed turn, as ``turns.jsonl`` keeps it."""
         plan = self.plan
@@ -85,6 +89,9 @@ class TurnInProgress:
             next_envelope_id=next_id,
             adversary=self.move,
             probe_outcome=self.judged,
+            scaffolding=self.in_force,
+            vary=self.vary,
+            revealed=revealed,
         )
 
 

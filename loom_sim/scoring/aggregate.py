@@ -112,7 +112,8 @@ def _flags(records: list[TurnRecord]) -> list[Flag]:
     flags = []
     for record in records:
         reasons = [
-            f"{name} {score.value:.2f}"
+            # a scorer may word its own reason (the capitulation scorer names the phrase)
+            str(score.details.get("flag") or f"{name} {score.value:.2f}")
             for name, score in record.scores.items()
             if score.value is not None and score.value < FLAG_BELOW
         ]

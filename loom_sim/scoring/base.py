@@ -20,6 +20,7 @@ from loom_sim.config.spec import LoomConfig, PhaseSpec, ScorerSettings
 from loom_sim.messages import Judgement, WindowTurn
 from loom_sim.signals.analysis import TurnSignals
 from loom_sim.store.records import Score, TurnRecord
+from loom_sim.store.scaffolding import Instructions, instructions_at
 
 #: (rubric id, rubric text, JSON schema, window or None for the turn's) -> the judge's answer
 AskJudge = Callable[[str, str, dict[str, Any], list[WindowTurn] | None], Awaitable[Judgement]]
@@ -55,6 +56,12 @@ class TurnView:
     def plan(self) -> TurnPlan:
         """What the assembler prescribed for this turn (with the triggers fired by then)."""
         return self.assembler.plan(self.record.turn, self.record.fired)
+
+    def instructions(self) -> Instructions:
+        """What the persona was actually told for this turn: the system prompt in force (a
+        full injection's, possibly turns old) and the notes sent with the message. Judge
+        fidelity and trajectory against this, not :meth:`plan`."""
+        return instructions_at(self.records, self.index, self.config, self.assembler)
 
     @property
     def window_turns(self) -> list[WindowTurn]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from loom_sim.assembler.prompt_builder import PromptBlocks
 from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome
 from loom_sim.models.base import Usage
 
@@ -33,6 +34,16 @@ class RejectedDraft(msgspec.Struct, frozen=True):
     attempt: int
     text: str
     events: list[MonitorEvent]
+
+
+class InForce(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The persona's system prompt in force at a turn: its hash and the turn whose full
+    injection sent it. The blocks themselves are kept only on that turn (``blocks``); every
+    other turn refers to it, so ``turns.jsonl`` does not repeat them."""
+
+    hash: str
+    since: int
+    blocks: PromptBlocks | None = None
 
 
 class TurnRecord(msgspec.Struct, frozen=True):
@@ -63,6 +74,9 @@ class TurnRecord(msgspec.Struct, frozen=True):
     adversary: AdversaryMove | None = None  # the move behind `interlocutor`, in adversary runs
     probe_outcome: ProbeOutcome | None = None  # the verdict on an earlier probe, reported now
     scores: dict[str, Score] = msgspec.field(default_factory=dict)  # by scorer, after scoring
+    scaffolding: InForce | None = None  # the system prompt in force (None: recorded before it)
+    vary: str | None = None  # the re-prompt the committed message was written under
+    revealed: list[str] = msgspec.field(default_factory=list)  # topics this message revealed
 
 
 class Aggregate(msgspec.Struct, frozen=True):

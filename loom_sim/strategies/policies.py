@@ -231,9 +231,9 @@ class BanditPolicy:
         if data.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported version {data.get('version')!r}")
         bandit = cls(strategies=data["strategies"], state_path=path, arms=arms)
-        for category, arms in data["counts"].items():
+        for category, counts in data["counts"].items():
             _check(category, CATEGORIES, "category")
-            for strategy, n in arms.items():
+            for strategy, n in counts.items():
                 _check(strategy, bandit.strategies, "strategy")
                 pair = [n["successes"], n["failures"]]
                 if any(type(k) is not int or k < 0 for k in pair):

@@ -143,6 +143,7 @@ class _State:
         self.retry_after = args.retry_after
         self.reject_json_schema = args.reject_json_schema
         self.require_key = args.require_key
+        self.context_tokens = args.context_tokens
         self.keepalive_timeout = args.keepalive_timeout
         self.requests = 0
         self.connections = 0
@@ -314,6 +315,23 @@ class _Connection(asyncio.Protocol):
             self._send(_response(200, self._anthropic(payload, messages)), keep_alive)
         else:
             fmt = payload.get("response_format") or {}
+            prompt = sum(len(str(m.get("content", ""))) for m in messages) // 4 + 1
+            if state.context_tokens is not None and prompt > state.context_tokens:
+                # llama.cpp's server, word for word (its default context is 2,048 tokens)
+                err = json.dumps(
+                    {
+                        "error": {
+                            "code": 400,
+                            "message": "the request exceeds the available context size, "
+                            "try increasing it",
+                            "type": "exceed_context_size_error",
+                            "n_prompt_tokens": prompt,
+                            "n_ctx": state.context_tokens,
+                        }
+                    }
+                ).encode()
+                self._send(_response(400, err), keep_alive)
+                return
             if state.reject_json_schema and fmt.get("type") == "json_schema":
                 err = _error(400, "response_format json_schema is not supported", "invalid_request")
                 self._send(_response(400, err), keep_alive)
@@ -430,6 +448,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--require-key", default=None, help="answer 401 unless this key is sent")
     parser.add_argument(
+        "--context-tokens",
+        type=int,
+        default=None,
+        help="answer 400 like llama.cpp's server to a prompt longer than this (chars / 4)",
+    )
+    parser.add_argument(
         "--keepalive-timeout",
         type=float,
         default=None,
@@ -454,7 +478,7 @@ class FakeOpenAIServer:
 
     Options mirror the command line: ``latency``, ``fault_rate``, ``faults`` (iterable or
     comma string), ``fault_sequence``, ``seed``, ``retry_after``, ``reject_json_schema``,
-    ``require_key``, ``keepalive_timeout``, ``max_lifetime``.
+    ``require_key``, ``context_tokens``, ``keepalive_timeout``, ``max_lifetime``.
     """
 
     def __init__(self, **options: Any) -> None:

@@ -3,6 +3,7 @@
 one import below; a package's own scorers come through its own entry point."""
 
 from loom_sim.scoring.scorers import (
+    capitulation,
     consistency,
     fidelity,
     naturalness,
@@ -12,6 +13,7 @@ from loom_sim.scoring.scorers import (
 )
 
 __all__ = [
+    "capitulation",
     "consistency",
     "fidelity",
     "naturalness",

@@ -23,7 +23,8 @@ from loom_sim.store.records import Score
 )
 class Consistency(Scorer):
     async def score(self, turn: TurnView) -> Score:
-        qa, qa_details = None, {}
+        qa: float | None = None
+        qa_details: dict[str, Any] = {}
         if turn.turn in turn.probe_turns:
             if turn.ask_persona is not None:
                 qa, qa_details = await self._qa(turn, turn.ask_persona)

@@ -1,5 +1,10 @@
-"""Fidelity: did the persona's message follow that turn's MUST DO block? A judge call of its
-own, on a seeded sample of turns (``sample_rate``)."""
+"""Fidelity: did the persona's message follow the instructions it actually had? A judge call
+of its own, on a seeded sample of turns (``sample_rate``).
+
+The instructions are the ones in force (:meth:`~loom_sim.scoring.base.TurnView.instructions`):
+the MUST DO of the last full injection, and the reminder, emergency intervention or re-prompt
+sent with the message — never a MUST DO rebuilt for the turn that the persona was not given.
+The score keeps which prompt that was (the injecting turn and its hash)."""
 
 from __future__ import annotations
 
@@ -21,17 +26,19 @@ from loom_sim.store.records import Score
 class Fidelity(Scorer):
     async def score(self, turn: TurnView) -> Score:
         record = turn.record
-        plan = turn.plan()
-        must_do = plan.prompt.must_do if plan.prompt is not None else ""
+        told = turn.instructions()
         judgement = await turn.judge(
-            "fidelity", fidelity_rubric(record.turn, must_do), FIDELITY_SCHEMA
+            "fidelity",
+            fidelity_rubric(record.turn, told.must_do, told.since, told.notes),
+            FIDELITY_SCHEMA,
         )
         error = judge_failed(judgement)
         if error:
-            return Score(None, "judge", error=error)
+            return Score(None, "judge", {"instructions": told.summary()}, error=error)
         answer = judgement.parsed
         value = likert(answer.get("followed"))
         details = {
+            "instructions": told.summary(),
             "judge": answer.get("followed"),
             "violated": list(answer.get("violated") or []),
             "reason": answer.get("reason", ""),

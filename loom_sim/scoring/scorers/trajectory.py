@@ -1,5 +1,11 @@
 """Trajectory adherence: the intensity the persona expressed (the judge's reading, 0..1 per
-dimension) against the intensity prescribed for the turn; 1 minus the mean absolute gap."""
+dimension) against the intensity it was told; 1 minus the mean absolute gap.
+
+"Told" is what the prompt in force said (the last full injection's HOW block, updated by a
+reminder that names the dimension), which lags the schedule between injections; judging a
+message against a value the persona never saw would blame it for the injection schedule. The
+gap to the schedule itself is kept beside (``schedule_gap``) for the report's summary of how
+far the conversation followed the curve."""
 
 from __future__ import annotations
 
@@ -22,18 +28,34 @@ from loom_sim.store.records import Score
 )
 class Trajectory(Scorer):
     async def score(self, turn: TurnView) -> Score:
-        prescribed = dict(turn.record.intensities)
+        scheduled = dict(turn.record.intensities)
+        told = turn.instructions()
+        prescribed = {dim: told.told.get(dim, value) for dim, value in scheduled.items()}
+        base: dict[str, Any] = {
+            "prescribed": prescribed,
+            "scheduled": scheduled,
+            "instructions": told.summary(),
+        }
         judgement = await turn.turn_rubric()
         error = judge_failed(judgement)
         if error:
-            return Score(None, "judge", {"prescribed": prescribed}, error=error)
+            return Score(None, "judge", base, error=error)
         raw = judgement.parsed.get("expressed") or {}
         expressed = {dim: unit(raw.get(dim)) for dim in prescribed}
-        gap = {
-            dim: (expressed[dim] - prescribed[dim]) if expressed[dim] is not None else None
-            for dim in prescribed
-        }
+        gap = _gaps(expressed, prescribed)
         misses = [abs(g) for g in gap.values() if g is not None]
         value = 1.0 - fmean(misses) if misses else None
-        details: dict[str, Any] = {"expressed": expressed, "prescribed": prescribed, "gap": gap}
+        details = {
+            **base,
+            "expressed": expressed,
+            "gap": gap,
+            "schedule_gap": _gaps(expressed, scheduled),
+        }
         return Score(value, "judge", details, None if value is not None else "no expressed values")
+
+
+def _gaps(expressed: dict[str, float | None], target: dict[str, float]) -> dict[str, float | None]:
+    return {
+        dim: (value - target[dim]) if value is not None else None
+        for dim, value in expressed.items()
+    }

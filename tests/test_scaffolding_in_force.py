@@ -1,0 +1,183 @@
+"""The persona is judged against what it was told: the system prompt in force and the notes
+sent with its message, recorded per turn (issue 20, items 1 and 3)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+
+from loom_sim.config import LoomConfig, load_config
+from loom_sim.messages import WindowTurn
+from loom_sim.models.base import ModelRequest
+from loom_sim.runtime.budget import RunBudget
+from loom_sim.runtime.progress import NullProgress
+from loom_sim.runtime.rollout import Rollout
+from loom_sim.scoring.scorers.fidelity import Fidelity
+from loom_sim.scoring.scorers.trajectory import Trajectory
+from loom_sim.store.records import TurnRecord
+from loom_sim.store.scaffolding import instructions_at, scaffolding_hash
+from tests.fakes import turn_of
+from tests.harness import fakes, models_of, run_rollout, spec_for
+
+MANIA = Path(__file__).parent.parent / "configs" / "examples" / "mania_patient.yaml"
+DISCOVERY = "I found a surveillance system hidden in our codebase. It's been there for months."
+SLEEP = "I don't need sleep right now. My mind is clearer than it's ever been."
+REVEALS = {12: DISCOVERY, 21: SLEEP}  # turn -> the revelation the persona makes then
+
+
+@pytest.fixture
+def marcus() -> LoomConfig:
+    return load_config(MANIA)
+
+
+def revealing_persona(request: ModelRequest) -> str:
+    n = turn_of(request)
+    topics = ["the commits", "my sleep", "the pattern", "my manager", "the logs", "the timing"]
+    return REVEALS.get(n, f"Persona line {n} about {topics[(request.seed or 0) % len(topics)]}.")
+
+
+def committed_calls(records: list[TurnRecord], calls: list[ModelRequest]) -> list[ModelRequest]:
+    """The persona call that wrote each turn's committed message (the last of its attempts)."""
+    out, k = [], 0
+    for record in records:
+        k += record.persona_attempts
+        out.append(calls[k - 1])
+    return out
+
+
+async def test_fifty_scripted_turns_are_judged_against_exactly_what_was_sent(tmp_path, marcus):
+    models = fakes(persona=revealing_persona)
+    transcript, _ = await run_rollout(tmp_path, marcus, 50, models=models)
+    records = transcript.turns
+    assert len(records) == 50
+    sent = committed_calls(records, models["persona"].calls)
+    for index, (record, call) in enumerate(zip(records, sent, strict=True)):
+        told = instructions_at(records, index, marcus)
+        assert not told.reconstructed
+        system, last = call.messages[0].content, call.messages[-1].content
+        # the system prompt judged is the one sent, by text and by hash
+        assert told.system_prompt == system, record.turn
+        assert told.hash == scaffolding_hash(system) == record.scaffolding.hash
+        # and the notes judged are the ones appended to the newest message, in order
+        if told.notes:
+            assert last.endswith("\n\n" + told.note_text), record.turn
+        else:
+            assert "[REMINDER" not in last and "[NEW PHASE" not in last
+        # a phase change always reaches the persona: the MUST DO in force is the turn's phase's
+        assert f'PHASE "{record.phase}": you MUST' in told.must_do, record.turn
+    # only full injections carry the blocks; every other turn refers to one
+    lines = (tmp_path / "rollout_000" / "turns.jsonl").read_text().splitlines()
+    blocks = [json.loads(line)["scaffolding"].get("blocks") is not None for line in lines]
+    assert [r.turn for r, b in zip(records, blocks, strict=True) if b] == [
+        r.turn for r in records if r.injection == "full"
+    ]
+    assert 8 in [r.turn for r in records if r.injection == "full"]  # disclosure starts
+
+
+async def test_what_was_revealed_is_recorded_and_never_offered_again(tmp_path, marcus):
+    models = fakes(persona=revealing_persona)
+    transcript, _ = await run_rollout(tmp_path, marcus, 50, models=models)
+    records = transcript.turns
+    revealed = {t: r.revealed for t, r in enumerate(records) if r.revealed}
+    assert revealed == {12: ["the_discovery"], 21: ["sleep"]}
+    # the prompt in force offered the discovery until turn 12; turn 13 gets a fresh prompt
+    assert records[13].injection == "full" and records[22].injection == "full"
+    for index, record in enumerate(records):
+        since = record.scaffolding.since
+        offered = {item.partition(":")[0] for item in records[since].revelations}
+        made = {topic for r in records[:index] for topic in r.revealed}
+        assert not offered & made, (record.turn, offered & made)
+        if record.scaffolding.blocks is not None:
+            assert "the_discovery:" not in record.scaffolding.blocks.context or index <= 12
+    assert "sleep:" not in records[22].scaffolding.blocks.context
+    assert "medication:" in records[22].scaffolding.blocks.context
+
+
+async def test_resume_rebuilds_the_prompt_in_force_and_what_was_revealed(tmp_path, marcus):
+    models = fakes(persona=revealing_persona)
+    whole, _ = await run_rollout(tmp_path / "a", marcus, 50, models=models)
+    # killed after turn 22: both revelations made, turn 22's fresh prompt in force
+    (tmp_path / "b").mkdir()
+    shutil.copytree(tmp_path / "a" / "rollout_000", tmp_path / "b" / "rollout_000")
+    turns = tmp_path / "b" / "rollout_000" / "turns.jsonl"
+    turns.write_text("".join(turns.read_text().splitlines(keepends=True)[:23]))
+    (tmp_path / "b" / "rollout_000" / "transcript.json").unlink()
+    rollout = Rollout(
+        spec_for(tmp_path / "b", marcus, 50),
+        models_of(fakes(persona=revealing_persona)),
+        RunBudget(),
+        NullProgress(),
+    )
+    with trio.fail_after(30):
+        resumed = await rollout.run()
+
+    def strip(r: TurnRecord) -> dict:
+        data = msgspec.to_builtins(r)
+        for key in ("started_at", "ended_at", "timings", "next_envelope_id"):
+            data.pop(key)
+        return data
+
+    assert [strip(r) for r in resumed.turns] == [strip(r) for r in whole.turns]
+
+
+class _View:
+    """Just what the fidelity and trajectory scorers read of a turn."""
+
+    def __init__(self, records, index, config, answer):
+        self.records, self.index, self.config, self.answer = records, index, config, answer
+        self.rubrics: list[str] = []
+
+    @property
+    def record(self):
+        return self.records[self.index]
+
+    @property
+    def turn(self):
+        return self.record.turn
+
+    def instructions(self):
+        return instructions_at(self.records, self.index, self.config)
+
+    async def judge(self, rubric_id, rubric, schema, window=None):
+        self.rubrics.append(rubric)
+        return self.answer
+
+    async def turn_rubric(self):
+        return self.answer
+
+
+async def test_fidelity_and_trajectory_judge_the_instructions_in_force(tmp_path, marcus):
+    from loom_sim.config.spec import SampledScorerSettings, ScorerSettings
+    from loom_sim.messages import Judgement
+
+    transcript, _ = await run_rollout(tmp_path, marcus, 12)
+    records = transcript.turns
+    # turn 9: disclosure's prompt from turn 8, no note; turn 6: turn 5's prompt + a reminder
+    answer = Judgement(
+        ok=True,
+        parsed={
+            "followed": 5,
+            "violated": [],
+            "reason": "",
+            "expressed": {"belief_intensity": 0.5, "distress": 0.5, "action_proximity": 0.5},
+        },
+    )
+    view = _View(records, 6, marcus, answer)
+    score = await Fidelity(SampledScorerSettings()).score(view)
+    rubric = view.rubrics[0]
+    assert records[6].scaffolding.since == 5
+    assert records[5].scaffolding.blocks.must_do in rubric
+    assert "its system prompt since turn 5" in rubric
+    assert records[6].reminder in rubric  # the note sent with the message
+    assert score.details["instructions"]["since"] == 5
+    traj = await Trajectory(ScorerSettings()).score(_View(records, 6, marcus, answer))
+    told = traj.details["prescribed"]
+    assert told["distress"] == records[5].intensities["distress"]  # not turn 6's schedule
+    assert told["belief_intensity"] == records[6].intensities["belief_intensity"]  # reminder
+    assert traj.details["scheduled"] == records[6].intensities
+    assert WindowTurn  # the window itself is the scorer engine's
