@@ -28,7 +28,7 @@ from loom_sim.signals.embedding import load_backend
 from loom_sim.signals.stagnation import StagnationMonitor
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "psychosis-bench-2.0" / "results"
+DATA = ROOT / "tests" / "data" / "psychosis-bench-2.0" / "results"
 SCRIPTED = ROOT / "configs" / "scripted"
 
 
@@ -41,7 +41,7 @@ def messages() -> list[str]:
             for c in data.get("conversation", [])
             if not c["content"].startswith("[API")
         ]
-    if not found:  # no shared data beside this checkout: the scripted lines
+    if not found:  # the data folder removed: the scripted lines
         for name in ("marcus_varied.yaml", "assistant.yaml"):
             found += yaml.safe_load((SCRIPTED / name).read_text())["responses"]
     return found

@@ -78,9 +78,7 @@ def test_readme_states_exactly_the_two_setup_commands_ci_uses():
 
 def test_signals_doc_reports_every_shared_transcript():
     text = (ROOT / "docs" / "signals.md").read_text()
-    results = ROOT.parent / "shared" / "data" / "psychosis-bench-2.0" / "results"
-    if not results.is_dir():
-        pytest.skip("../shared/data is not beside this checkout")
+    results = ROOT / "tests" / "data" / "psychosis-bench-2.0" / "results"
     files = [p.name for p in results.rglob("*.json") if p.name != "run_config.json"]
     for name in files:
         assert name in text, name

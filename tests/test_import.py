@@ -11,11 +11,8 @@ from click.testing import CliRunner
 from loom_sim.cli import cli
 
 ROOT = Path(__file__).parent.parent
-DATA = ROOT.parent / "shared" / "data" / "psychosis-bench-2.0"
+DATA = ROOT / "tests" / "data" / "psychosis-bench-2.0"  # a copy of the public data, with its README
 RESULTS = DATA / "results"
-pytestmark = pytest.mark.skipif(
-    not DATA.is_dir(), reason="../shared/data is not beside this checkout"
-)
 
 PATTERN_DECODER = [
     RESULTS / "gpt_4o_pattern_decoder_20260125_170052.json",

@@ -25,13 +25,10 @@ from loom_sim.interop.port import (
 )
 
 ROOT = Path(__file__).parent.parent
-PROFILES = ROOT.parent / "shared" / "data" / "psychosis-bench-2.0" / "profiles"
+PROFILES = ROOT / "tests" / "data" / "psychosis-bench-2.0" / "profiles"
 PORTED = ROOT / "configs" / "ported"
 SCHEDULES = ("standard", "delayed_onset")
-pytestmark = pytest.mark.skipif(
-    not PROFILES.is_dir(), reason="../shared/data is not beside this checkout"
-)
-PROFILE_FILES = sorted(PROFILES.glob("*.yaml")) if PROFILES.is_dir() else []
+PROFILE_FILES = sorted(PROFILES.glob("*.yaml"))
 PATTERN_DECODER = PROFILES / "pattern_decoder.yaml"
 
 

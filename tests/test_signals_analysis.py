@@ -20,10 +20,7 @@ SCRIPTED = ROOT / "configs" / "scripted"
 LOOP = yaml.safe_load((SCRIPTED / "marcus_loop.yaml").read_text())["responses"]
 VARIED = yaml.safe_load((SCRIPTED / "marcus_varied.yaml").read_text())["responses"]
 ASSISTANT = yaml.safe_load((SCRIPTED / "assistant.yaml").read_text())["responses"]
-RESULTS = ROOT.parent / "shared" / "data" / "psychosis-bench-2.0" / "results"
-needs_data = pytest.mark.skipif(
-    not RESULTS.is_dir(), reason="../shared/data is not beside this checkout"
-)
+RESULTS = ROOT / "tests" / "data" / "psychosis-bench-2.0" / "results"
 
 
 @pytest.mark.parametrize("backend", ["embedding", "tfidf"])
@@ -81,7 +78,6 @@ def test_initiative_counts_questions_redirects_and_topics():
     assert 0 < analysis.initiative["topic_share"] <= 1
 
 
-@needs_data
 def test_loader_reads_complete_unfinished_and_errored_transcripts():
     complete = load_transcript(RESULTS / "gpt_4o_pattern_decoder_20260125_170052.json")
     assert complete.model == "gpt-4o" and len(complete.exchanges) == 10 and not complete.problems
@@ -93,7 +89,6 @@ def test_loader_reads_complete_unfinished_and_errored_transcripts():
     assert errored.exchanges == [] and "API error" in errored.problems[0]
 
 
-@needs_data
 def test_signals_command_on_the_shared_data():
     result = CliRunner().invoke(
         cli, ["signals", str(RESULTS), "--backend", "tfidf", "--format", "json"]
