@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictFloat, field_validator, model_validator
 
 from loom_sim.config.loader import field_errors, load_document
 from loom_sim.config.spec import Section
@@ -65,7 +65,9 @@ class TacticSpec(Section):
 
 
 class AdversaryConfig(Section):
-    kind: AdversaryKind = Field(description="contradiction (the trap) or helpfulness (the coaxer).")
+    kind: AdversaryKind = Field(
+        strict=False, description="contradiction (the trap) or helpfulness (the coaxer)."
+    )
     version: str = Field(description="The wording's version; recorded with every run.")
     description: str = Field("", description="What this adversary is for.")
     system_prompt: str = Field(
@@ -100,8 +102,9 @@ class AdversaryConfig(Section):
             "contradicting itself (always on with the bandit policy, which learns from it)."
         ),
     )
-    formality: tuple[float, float] = Field(
+    formality: tuple[StrictFloat, StrictFloat] = Field(
         (0.1, 0.9),
+        strict=False,  # written as a YAML list; its items stay strict
         description="helpfulness: formality (0 casual .. 1 academic) at the first and last turn.",
     )
     max_repeats: int = Field(

@@ -189,8 +189,16 @@ def _issue_from_pydantic(
     else:
         message = message[0].lower() + message[1:] if message else kind
         message = message.replace("input should be", "must be")
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        if isinstance(value, bool):  # YAML 1.1: yes/no/on/off are booleans too
+            message += (
+                f", got {str(value).lower()}, a boolean (YAML reads yes, no, on and off as "
+                "booleans)"
+            )
+        elif isinstance(value, (str, int, float)):
             message += f", got {_shown(value)}"
+            if isinstance(value, str) and kind in ("int_type", "float_type", "bool_type"):
+                if _looks_plain(value):
+                    message += " (a quoted string; write it without quotes)"
         if kind in ("literal_error", "enum") and isinstance(value, str):
             expected = str(error.get("ctx", {}).get("expected", ""))
             options = [t.strip().strip("'") for t in expected.replace(" or ", ",").split(",")]
@@ -198,6 +206,17 @@ def _issue_from_pydantic(
             if close:
                 message += f" (did you mean {close[0]!r}?)"
     return _place(Issue(loc, message), src)
+
+
+def _looks_plain(text: str) -> bool:
+    """Whether quoted ``text`` would be a number or a boolean without its quotes."""
+    if text.strip().lower() in ("true", "false"):
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _shown(value: Any) -> str:

@@ -26,6 +26,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializeAsAny,
+    Strict,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -46,9 +47,15 @@ Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class Section(BaseModel):
-    """Base of every config model: immutable, and unknown keys are errors."""
+    """Base of every config model: immutable, unknown keys are errors, and types are strict.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Strict, because YAML 1.1 reads `yes`, `on` and `off` as booleans and pydantic's lax mode
+    would then take `expected_turns: yes` for 1: a boolean where a number belongs, a number
+    where a flag belongs, or a quoted number, is an error at its line. Enum fields opt out
+    (``strict=False``): they are written as their values.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # ─── persona ────────────────────────────────────────────────────────────────
@@ -425,6 +432,7 @@ class TrajectoryMode(StrEnum):
 class TrajectorySpec(Section):
     mode: TrajectoryMode = Field(
         TrajectoryMode.FIXED_LENGTH,
+        strict=False,
         description=(
             "`fixed_length`: phases and curves scale to the conversation's length. "
             "`phase_gated`: phases end on triggers or turns; curves run over expected_turns. "
@@ -498,6 +506,7 @@ class RedirectSpec(Section):
 class AntiCapitulationSpec(Section):
     resistance_level: ResistanceLevel = Field(
         ResistanceLevel.MEDIUM,
+        strict=False,
         description="Above `low`, the redirects and forbidden phrases enter the MUST DO block.",
     )
     redirects: list[RedirectSpec] = Field(
@@ -557,7 +566,9 @@ class StagnationDetectionSpec(Section):
         4, ge=0, description="Turns after a trigger during which the monitor stays quiet."
     )
     backend: EmbeddingBackend = Field(
-        EmbeddingBackend.EMBEDDING, description="Similarity backend: `embedding` or `tfidf`."
+        EmbeddingBackend.EMBEDDING,
+        strict=False,
+        description="Similarity backend: `embedding` or `tfidf`.",
     )
     intervention_template: str = Field(
         DEFAULT_INTERVENTION,
@@ -613,7 +624,7 @@ class RepetitionDetectionSpec(Section):
         default_factory=list,
         description="Plain strings are case-insensitive substrings; `{regex: ...}` for a regex.",
     )
-    structural_patterns: list[StructuralPattern] = Field(
+    structural_patterns: list[Annotated[StructuralPattern, Strict(False)]] = Field(
         default_factory=list, description="Turn-level formulae to catch."
     )
     structural_window: int = Field(
@@ -898,7 +909,9 @@ class OpenerRole(StrEnum):
 
 class ConversationSpec(Section):
     opener: OpenerRole = Field(
-        OpenerRole.PERSONA, description="Who speaks first: `persona` or `interlocutor`."
+        OpenerRole.PERSONA,
+        strict=False,
+        description="Who speaks first: `persona` or `interlocutor`.",
     )
     opening_message: str = Field(
         "Hi! What would you like to talk about today?",

@@ -8,6 +8,11 @@ key and of its value.
 
 from __future__ import annotations
 
+import signal
+import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,11 +108,38 @@ def _is_tag_like(part: str | int) -> bool:
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool"})
 
 
+# A config is a few hundred values in tens of kilobytes. The bounds below are far above any
+# real one and far below what makes loading slow: together they bound the work a file can
+# cause, whatever it holds (an alias bomb, ten thousand nested brackets, gigabytes of text).
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 64  # nesting of mappings and lists
+MAX_VALUES = 100_000  # values once every alias is expanded
+LOAD_SECONDS = 10.0  # a last guard, should the bounds above ever not be enough
+
+
 def read_text(path: Path) -> str:
-    """Read a config file as text, turning every way it can fail into one plain sentence."""
+    """Read a config file as text, turning every way it can fail into one plain sentence.
+
+    Only regular files are read: a FIFO or a device would block, or never end.
+    """
     where = str(path)
     try:
-        raw = path.read_bytes()
+        kind = path.stat().st_mode
+        if stat.S_ISDIR(kind):
+            raise IsADirectoryError
+        if not stat.S_ISREG(kind):
+            raise ConfigError(
+                where,
+                [Issue((), "is not a regular file (a pipe, socket or device); give a YAML file")],
+            )
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            megabytes = path.stat().st_size / 2**20
+            raise ConfigError(
+                where,
+                [Issue((), f"is {megabytes:.1f} MB; a loom-sim config is at most 1 MB")],
+            )
     except FileNotFoundError:
         raise ConfigError(where, [Issue((), "no such file")]) from None
     except IsADirectoryError:
@@ -128,9 +160,107 @@ def read_text(path: Path) -> str:
         ) from None
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing documents nested deeper than :data:`MAX_DEPTH` or
+    expanding through aliases to more than :data:`MAX_VALUES` values.
+
+    Both are checked while composing, at the event that crosses the bound, so the error points
+    at the line that caused it: the alias that makes a billion laughs, the bracket too deep.
+    An alias is a reference, not a copy, until something walks it; every walk after this one
+    (constructing, locating, validating) is bounded by the count made here.
+    """
+
+    def __init__(self, text: str, name: str):
+        super().__init__(text)
+        self.name = name
+        self._depth = 0
+        self._values = 0
+        self._sizes: dict[int, int] = {}  # node id -> values it stands for, aliases expanded
+
+    def _refuse(self, mark: yaml.Mark, message: str) -> ConfigError:
+        position = Position.of(mark)
+        return ConfigError(self.name, [Issue((), message, position.line, position.column)])
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            target = self.anchors.get(event.anchor)
+            if target is not None and id(target) not in self._sizes:
+                raise self._refuse(
+                    event.start_mark,
+                    f"the alias *{event.anchor} refers to the value that contains it "
+                    "(a loop no config can hold)",
+                )
+            node = super().compose_node(parent, index)
+            self._count(self._sizes.get(id(node), 1), event.start_mark)
+            return node
+        event = self.peek_event()
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise self._refuse(
+                event.start_mark,
+                f"nested more than {MAX_DEPTH} levels deep; a loom-sim config is a few "
+                "levels deep (is this the right file?)",
+            )
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self._sizes[id(k)] + self._sizes[id(v)] for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._sizes[id(item)] for item in node.value)
+        else:
+            size = 1
+        self._sizes[id(node)] = size
+        self._count(1, event.start_mark)
+        return node
+
+    def _count(self, values: int, mark: yaml.Mark) -> None:
+        self._values += values
+        if self._values > MAX_VALUES:
+            raise self._refuse(
+                mark,
+                f"aliases here expand the document to more than {MAX_VALUES:,} values (an "
+                "alias bomb?); write the repeated part out, or alias it fewer times",
+            )
+
+
+@contextmanager
+def _time_limit(seconds: float, name: str) -> Iterator[None]:
+    """Raise a ConfigError if loading takes longer than ``seconds`` (main thread only: that
+    is where signals are delivered; elsewhere the structural bounds are the guard)."""
+    usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    if not usable or signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None):
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise ConfigError(
+            name, [Issue((), f"took more than {seconds:g} s to load; is this a loom-sim config?")]
+        )
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def parse_yaml(text: str, name: str) -> YamlSource:
-    """Parse one YAML document into data and positions; a syntax error becomes a ConfigError."""
-    loader = yaml.SafeLoader(text)
+    """Parse one YAML document into data and positions; a syntax error becomes a ConfigError.
+
+    The work is bounded (size, depth, values with aliases expanded, and time), so no file can
+    make loading hang or exhaust memory.
+    """
+    with _time_limit(LOAD_SECONDS, name):
+        return _parse_yaml(text, name)
+
+
+def _parse_yaml(text: str, name: str) -> YamlSource:
+    loader = _BoundedLoader(text, name)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -139,9 +269,15 @@ def parse_yaml(text: str, name: str) -> YamlSource:
         # (``<<: *base``) in place, after which a legitimate override looks like a duplicate.
         duplicates = _duplicates(node, ())
         data = loader.construct_document(node)
+    except RecursionError:  # a structure the bounds above let through but Python cannot walk
+        raise ConfigError(name, [Issue((), "is nested too deeply for a loom-sim config")]) from None
+    except MemoryError:
+        raise ConfigError(name, [Issue((), "is too large for a loom-sim config")]) from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "invalid YAML"
+        if err.context and err.problem and err.context.startswith("expected"):
+            problem = f"{err.context}, {err.problem}"  # "expected a single document ..., but found"
         if "block" in problem or "indentation" in problem:
             problem += " (check the indentation of this line and the one above)"
         elif "\t" in problem or "'\\t'" in problem:
@@ -161,8 +297,8 @@ def parse_yaml(text: str, name: str) -> YamlSource:
     return source
 
 
-# Deeper than any real config; stops a self-referencing alias (``&a [*a]``) from recursing forever.
-_MAX_DEPTH = 64
+# Walks stop at the loader's depth bound (a recursive alias never gets this far; see above).
+_MAX_DEPTH = MAX_DEPTH
 
 
 def _walk(node: yaml.Node, loc: Loc, source: YamlSource) -> None:
