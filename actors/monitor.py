@@ -59,7 +59,11 @@ class MonitorActor(Actor):
         self._revelations = RevelationTracker(config)
         for record in records:
             self._revelations.heard(record.persona)
-            for sent in (record.emergency, record.vary):  # a redirect rides on the re-prompt
+            # A revelation is used the moment the monitor offers it: on the re-prompt that
+            # carries the redirect (`vary`), or, with no retry left to ride on, in the next
+            # turn's `emergency`, which the turn that fired records as pending. A run killed
+            # in between has only the pending one.
+            for sent in (record.emergency, record.vary, record.pending_emergency):
                 if sent:
                     self._mark_offered(sent)
         self._last_trigger = max(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 
@@ -181,3 +182,35 @@ async def test_a_redirected_persona_breaks_the_loop_before_the_interlocutor_hear
     heard = [c.messages[-1].content for c in models["interlocutor"].calls]
     assert turn.rejected[0].text not in heard[fired_at]
     assert heard[fired_at] == turn.persona
+
+
+def _comparable(transcript) -> list[dict]:
+    """The turns as records, without clocks and envelope ids (a resumed trace numbers on
+    from the ids an interrupted session wrote)."""
+    turns = msgspec.to_builtins(transcript.turns)
+    for turn in turns:
+        for key in ("started_at", "ended_at", "timings", "next_envelope_id"):
+            turn.pop(key)
+    return turns
+
+
+@pytest.mark.parametrize("kept", [11, 12, 16])
+@pytest.mark.parametrize("retries", [2, 0], ids=["redirect-on-reprompt", "redirect-next-turn"])
+async def test_a_rollout_killed_while_the_monitor_fires_resumes_as_if_never_stopped(
+    tmp_path, kept, retries
+):
+    """Killed after turn 10 fired (its revelation offered; with no retry to ride on, the
+    redirect pending for turn 11), or later: the resumed monitor offers the next revelation, as
+    the uninterrupted one did, not the same one again."""
+    data = marcus(min_turn=10, cooldown=4, backend="tfidf").model_dump(mode="json")
+    data["interaction"]["repetition_detection"]["max_retries"] = retries
+    config = LoomConfig.model_validate(data)
+    looping = LOOP[LOOP_STARTS:]
+    straight, _ = await run_rollout(tmp_path / "straight", config, 22, models=models_for(looping))
+    assert [t for t, e in stagnation_events(straight) if e.monitor == "stagnation"] == [10, 15, 20]
+    killed = tmp_path / "killed" / "rollout_000"
+    killed.mkdir(parents=True)
+    lines = (tmp_path / "straight" / "rollout_000" / "turns.jsonl").read_bytes().splitlines()
+    (killed / "turns.jsonl").write_bytes(b"\n".join(lines[:kept]) + b"\n")
+    resumed, _ = await run_rollout(tmp_path / "killed", config, 22, models=models_for(looping))
+    assert _comparable(resumed) == _comparable(straight)
