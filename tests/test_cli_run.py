@@ -329,7 +329,7 @@ def test_trace_shows_who_said_what_to_whom(tmp_path):
     for kind in ("Speak", "Utterance", "CheckCandidate", "Verdict", "Respond", "Observe"):
         assert kind in table.stdout
     only = CliRunner().invoke(
-        cli, ["trace", str(out), "--actor", "monitor", "--turn", "1", "--json"]
+        cli, ["trace", str(out), "--actor", "monitor", "--turn", "2", "--json"]
     )
     envelopes = [json.loads(line) for line in only.stdout.splitlines()]
     assert envelopes and all(

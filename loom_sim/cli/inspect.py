@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import get_args
 
 import click
 import msgspec
@@ -12,6 +13,7 @@ import msgspec
 from loom_sim.cli.options import RegistryChoice
 from loom_sim.errors import LoomError
 from loom_sim.machines.engine import MACHINES
+from loom_sim.messages import AnyBody
 from loom_sim.store.artifacts import TRACE_FILE
 from loom_sim.store.trace import read_trace, summarize
 
@@ -77,19 +79,35 @@ def _trace_file(path: Path) -> Path:
     help="Only messages from or to this actor (persona, interlocutor, monitor, judge, rollout).",
 )
 @click.option("--type", "type_", help="Only this message type (Speak, Utterance, Verdict, ...).")
-@click.option("--turn", type=int, help="Only this turn.")
-@click.option("--json", "as_json", is_flag=True, help="Print the matching envelopes as JSON lines.")
+@click.option("--turn", type=click.IntRange(min=1), help="Only this turn (counted from 1).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the matching envelopes as JSON lines (as recorded: turns counted from 0).",
+)
 def trace(
     path: Path, actor: str | None, type_: str | None, turn: int | None, as_json: bool
 ) -> None:
     """Show who said what to whom in a rollout, message by message."""
-    envelopes = read_trace(_trace_file(path))
+    file = _trace_file(path)
+    envelopes = read_trace(file)
+    if actor is not None:
+        actors = sorted({e.sender for e in envelopes} | {e.recipient for e in envelopes})
+        if actor not in actors:
+            raise LoomError(
+                f"{file}: no actor {actor!r} in this trace; its actors: {', '.join(actors)}"
+            )
+    if type_ is not None:
+        types = sorted({t.__name__ for t in get_args(AnyBody)})
+        if type_.lower() not in {t.lower() for t in types}:
+            raise LoomError(f"--type {type_}: no such message type; the types: {', '.join(types)}")
     selected = [
         e
         for e in envelopes
         if (actor is None or actor in (e.sender, e.recipient))
         and (type_ is None or type(e.body).__name__.lower() == type_.lower())
-        and (turn is None or e.turn == turn)
+        and (turn is None or e.turn == turn - 1)
     ]
     if as_json:
         encoder = msgspec.json.Encoder()
@@ -105,7 +123,7 @@ def trace(
     for e in selected:
         table.add_row(
             str(e.id),
-            str(e.turn),
+            str(e.turn + 1),
             e.sender,
             e.recipient,
             type(e.body).__name__,

@@ -27,10 +27,8 @@ from loom_sim.plugins.scorers import SCORERS
 from loom_sim.report.adversary import adversary_section
 from loom_sim.report.conformance import rollout_conformance
 from loom_sim.scoring.aggregate import summarise
-from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
+from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE, TurnLog, read_transcript
 from loom_sim.store.records import (
-    TRANSCRIPT_DECODER,
-    TURN_DECODER,
     RolloutScores,
     Transcript,
     TurnRecord,
@@ -60,24 +58,13 @@ _BACKEND_IN_DETAIL = re.compile(r"\((embedding|tfidf)\)")
 
 
 def load_transcript(path: Path) -> Transcript:
-    try:
-        return TRANSCRIPT_DECODER.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError) as err:
-        raise LoomError(f"{path}: not a readable transcript ({err})") from None
+    return read_transcript(path)
 
 
 def read_turns(path: Path) -> list[TurnRecord]:
     """A ``turns.jsonl`` read without touching it (``TurnLog.load`` repairs torn files; a
-    viewer must not write): complete lines only, up to the first that does not decode."""
-    records = []
-    for line in path.read_bytes().splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
-        try:
-            records.append(TURN_DECODER.decode(line))
-        except msgspec.DecodeError:
-            break
-    return records
+    viewer must not write): complete records; a damaged line is an error naming it."""
+    return TurnLog(path).read()
 
 
 def scorer_order() -> list[str]:

@@ -139,7 +139,10 @@ class Rollout:
             self._revealed = set(resumed.revealed)
             self._ledger.restore(self._records)
             tracer = TraceRecorder(spec.files.trace)
-            self._post = Post(spec.id, tracer, first_id=resumed.next_envelope_id)
+            # Past both the last completed turn's ids and any an interrupted session traced
+            # for its turn in progress: ids never repeat within a trace.
+            first_id = max(resumed.next_envelope_id, tracer.next_id)
+            self._post = Post(spec.id, tracer, first_id=first_id)
             self._progress.rollout_started(spec.id, spec.turns, len(self._records))
             async with trio.open_nursery() as nursery:
                 self._spawn(nursery, self._post, resumed.scaffolding)

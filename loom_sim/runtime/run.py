@@ -241,7 +241,13 @@ def plan_resume(
             f"{run_dir / RUN_FILE}: its responder {missing[0]!r} is not installed here "
             f"({ACTORS.unknown(missing[0])})"
         )
-    return RunPlan(dir=run_dir, record=record, config=record.loom_config)
+    plan = RunPlan(dir=run_dir, record=record, config=record.loom_config)
+    for index in range(record.rollouts):  # a damaged file stops the resume before it starts
+        files = plan.rollout_spec(index).files
+        finished = files.transcript()
+        if finished is None or finished.status != "done":
+            files.turns.read()
+    return plan
 
 
 def write_plan(plan: RunPlan) -> None:

@@ -143,7 +143,7 @@ class RolloutScorer:
         records = list(self.transcript.turns)
         analysis = self._analysis(records)
         tracer = TraceRecorder(self.files.dir / SCORE_TRACE)
-        post = Post(f"{self.transcript.rollout}/score", tracer)
+        post = Post(f"{self.transcript.rollout}/score", tracer, first_id=tracer.next_id)
         judge_client = self.hub.client(self.judge, role="judge")
         try:
             async with trio.open_nursery() as nursery:

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from loom_sim.errors import LoomError
+from loom_sim.store.jsonl import cut_torn_tail, open_for_append, read_records
 from loom_sim.store.records import (
     TRANSCRIPT_DECODER,
     TURN_DECODER,
@@ -63,6 +64,20 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def read_transcript(path: Path) -> Transcript:
+    """A ``transcript.json``; one sentence naming it, and how to rebuild it, when unusable."""
+    try:
+        return TRANSCRIPT_DECODER.decode(path.read_bytes())
+    except OSError as err:
+        raise LoomError(f"{path}: cannot read it ({err.strerror or err})") from None
+    except msgspec.DecodeError as err:
+        raise LoomError(
+            f"{path}: not a readable transcript ({err}); move it away and run "
+            f"`loom-sim run --resume {path.parent.parent}` to rebuild it from "
+            f"{TURNS_FILE} (its scores are then made again by scoring)"
+        ) from None
+
+
 class TurnLog:
     """``turns.jsonl``: append-only, one line per completed turn, flushed at once.
 
@@ -76,8 +91,7 @@ class TurnLog:
 
     def append(self, record: TurnRecord) -> None:
         if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("ab")
+            self._file = open_for_append(self.path)
         self._file.write(TURN_ENCODER.encode(record) + b"\n")
         self._file.flush()
 
@@ -86,31 +100,50 @@ class TurnLog:
             self._file.close()
             self._file = None
 
+    def read(self) -> list[TurnRecord]:
+        """Every complete record, changing nothing; a damaged line in the middle, or turns out
+        of order, is a :class:`~loom_sim.errors.LoomError` naming the file and line."""
+        return self._read()[0]
+
     def load(self) -> list[TurnRecord]:
-        """Every complete record; a torn last line (the process died mid-write) is cut off."""
+        """Every complete record, for continuing the rollout: a torn last line (the process
+        died mid-write, or mid-turn) is cut off so the next turn is appended cleanly."""
+        records, good = self._read()
+        cut_torn_tail(self.path, good)
+        return records
+
+    def _read(self) -> tuple[list[TurnRecord], int]:
         if not self.path.exists():
-            return []
-        raw = self.path.read_bytes()
-        records: list[TurnRecord] = []
-        good = 0
-        for line in raw.splitlines(keepends=True):
-            if not line.endswith(b"\n"):
-                break
-            try:
-                records.append(TURN_DECODER.decode(line))
-            except msgspec.DecodeError:
-                break
-            good += len(line)
-        if good != len(raw):
-            with self.path.open("r+b") as fh:
-                fh.truncate(good)
+            return [], 0
+        path = self.path
+
+        def advice(line: int, after: int) -> str:
+            kept = line - 1
+            follow = f"{after} valid turn{'s' if after != 1 else ''} follow it"
+            if not kept:
+                keep = "or move the file away and resume to run this rollout again"
+            else:
+                kept_file = f"{path.name}.kept"
+                keep = (
+                    f"or keep the first {kept} turn{'s' if kept != 1 else ''} (head -n {kept} "
+                    f"{path} > {kept_file} && mv {kept_file} {path}) and resume to run the "
+                    "rest again"
+                )
+            return f"{follow}, so it is damage, not a torn last line; nothing was changed: " + (
+                f"repair that line, {keep}"
+            )
+
+        records, good = read_records(path, TURN_DECODER.decode, what="a turn record", advice=advice)
         # Turn numbers must run 0, 1, 2...: anything else is not ours to continue.
         for expected, record in enumerate(records):
             if record.turn != expected:
                 raise LoomError(
-                    f"{self.path}: turn {record.turn} found where {expected} was expected"
+                    f"{path}:{expected + 1}: turn {record.turn + 1} found where turn "
+                    f"{expected + 1} belongs (lines are turns, in order); this file was edited "
+                    "or mixed with another rollout's: restore it, or keep only the lines "
+                    "before this one and resume"
                 )
-        return records
+        return records, good
 
 
 @dataclass(frozen=True)
@@ -132,7 +165,7 @@ class RolloutFiles:
     def transcript(self) -> Transcript | None:
         if not self.transcript_path.exists():
             return None
-        return TRANSCRIPT_DECODER.decode(self.transcript_path.read_bytes())
+        return read_transcript(self.transcript_path)
 
     def write_transcript(self, transcript: Transcript) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)

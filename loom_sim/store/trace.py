@@ -3,6 +3,11 @@
 Envelopes are buffered and written at turn boundaries (and when a rollout ends), so tracing
 costs a few microseconds per message on the event loop; a killed process loses at most the
 trace of the turn in progress, which its resumed run repeats anyway.
+
+Envelope ids are unique within a trace file across every session that appended to it: a
+resumed run (or a second ``loom-sim score``) numbers on from the last id on disk, which may be
+past the last completed turn's when an interrupted session wrote the trace of its turn in
+progress.
 """
 
 from __future__ import annotations
@@ -12,9 +17,18 @@ from typing import BinaryIO
 
 import msgspec
 
+from loom_sim.errors import LoomError
 from loom_sim.messages import Envelope
+from loom_sim.store.jsonl import DamagedFile, last_line, open_for_append, read_records
 
 _ENCODER = msgspec.json.Encoder()
+
+
+class _Id(msgspec.Struct):
+    id: int
+
+
+_ID = msgspec.json.Decoder(_Id)
 
 
 class TraceRecorder:
@@ -23,6 +37,19 @@ class TraceRecorder:
         self._file: BinaryIO | None = None  # opened at the first flush, off the start-up path
         self._pending: list[bytes] = []
         self.count = 0
+
+    @property
+    def next_id(self) -> int:
+        """The first id free in this trace file: one past the last envelope's (1 if none)."""
+        if self._path is None:
+            return 1
+        line = last_line(self._path)
+        if line is None:
+            return 1
+        try:
+            return _ID.decode(line).id + 1
+        except msgspec.DecodeError:
+            return 1  # a torn last line, cut at the first flush
 
     def record(self, envelope: Envelope) -> None:
         self.count += 1
@@ -33,8 +60,7 @@ class TraceRecorder:
         if self._path is None or not self._pending:
             return
         if self._file is None:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self._path.open("ab")
+            self._file = open_for_append(self._path)
         self._pending.append(b"")
         self._file.write(b"\n".join(self._pending))
         self._file.flush()
@@ -48,15 +74,27 @@ class TraceRecorder:
 
 
 def read_trace(path: Path) -> list[Envelope]:
-    """Every envelope in a trace file (a torn last line from a killed run is ignored)."""
+    """Every envelope in a trace file (a torn last line from a killed run is ignored); a
+    damaged line elsewhere, or a file with no envelope at all, is a plain error naming it."""
     from loom_sim.messages import ENVELOPE_DECODER
 
-    envelopes = []
-    for line in path.read_bytes().splitlines():
-        try:
-            envelopes.append(ENVELOPE_DECODER.decode(line))
-        except msgspec.DecodeError:
-            continue
+    def advice(line: int, after: int) -> str:
+        return (
+            f"{after} envelope{'s' if after != 1 else ''} follow it; the file was damaged "
+            "after it was written (the trace is a record only: nothing else reads it)"
+        )
+
+    nothing = LoomError(f"{path}: holds no trace envelope (is it a loom-sim trace.jsonl?)")
+    try:
+        envelopes, _ = read_records(
+            path, ENVELOPE_DECODER.decode, what="a trace envelope", advice=advice
+        )
+    except DamagedFile as err:
+        if err.line == 1 and err.after == 0:
+            raise nothing from None
+        raise
+    if not envelopes and path.read_bytes().strip():
+        raise nothing
     return envelopes
 
 
