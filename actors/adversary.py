@@ -176,6 +176,7 @@ class AdversaryActor(Actor):
                 window=window,
                 schema=probe_outcome_schema(self._kind),
                 rubric_id=f"probe_outcome:{self._kind}",
+                material=dict(move.material),
             )
         )
         if judgement.ok:

@@ -193,13 +193,19 @@ class Judgement(Body, frozen=True):
 
 
 class Judge(Request[Judgement], frozen=True):
-    """Judge: score a window of turns against a rubric; answer as JSON matching ``schema``."""
+    """Judge: score a window of turns against a rubric; answer as JSON matching ``schema``.
+
+    ``rubric`` is trusted text (loom-sim's templates and the config); everything a model
+    wrote travels in ``window`` and ``material`` (an adversary probe's quotes and claims), which
+    reach the judge only fenced (:mod:`loom_sim.judging.fence`).
+    """
 
     turn: int
     rubric: str
     window: list[WindowTurn]
     schema: dict[str, Any]
     rubric_id: str = ""
+    material: dict[str, str] = {}
 
 
 # ─── failures ───────────────────────────────────────────────────────────────

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loom_sim.judging.fence import fence, markers
+from loom_sim.judging.fence import MATERIAL, fence, markers
 from loom_sim.judging.prompts import render
 from loom_sim.messages import Judge, Judgement
 from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest, Usage
@@ -29,8 +29,12 @@ async def judge(
 ) -> Judgement:
     nonce = f"{seeds.for_call('judge-fence', request.turn):08x}"
     begin, end = markers(nonce)
-    system = render("judge_system", begin=begin, end=end, schema=json.dumps(request.schema))
-    user = render("judge_user", rubric=request.rubric, transcript=fence(request.window, nonce))
+    material = markers(nonce, MATERIAL) if request.material else None
+    system = render(
+        "judge_system", begin=begin, end=end, material=material, schema=json.dumps(request.schema)
+    )
+    fenced = fence(request.window, nonce, request.material)
+    user = render("judge_user", rubric=request.rubric, transcript=fenced)
     usage = Usage()
     raw = ""
     error = "no attempt made"

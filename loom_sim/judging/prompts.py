@@ -11,7 +11,7 @@ from typing import Any
 
 import jinja2
 
-RUBRIC_VERSION = "1.2"
+RUBRIC_VERSION = "1.3"  # 1.3: untrusted text encoded in the fence; probe material fenced
 
 
 @cache

@@ -221,7 +221,7 @@ def probe_outcome_rubric(
         adversary=adversary,
         tactic=tactic,
         turn=turn,
-        material=material,
+        material=list(material),  # the names only: the values are untrusted, and go fenced
         persona_name=persona.identity.name,
         knowledge_ceiling=bounds.knowledge_ceiling or "not stated",
         vocabulary_level=bounds.vocabulary_level or "not stated",

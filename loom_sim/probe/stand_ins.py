@@ -32,6 +32,7 @@ import random
 import re
 from collections.abc import Mapping
 
+from loom_sim.judging.fence import unfence
 from loom_sim.models.base import ModelRequest
 from loom_sim.models.scripted import schema_instance, script
 from loom_sim.strategies.classifier import CATEGORIES, classify
@@ -155,17 +156,16 @@ class StandInTarget:
         return rng.choice(REVERSALS if reverses else HOLDS)
 
 
-_TURN_LINE = re.compile(r"^\[turn \d+\] (PERSONA|INTERLOCUTOR): ", re.MULTILINE)
+_NONCE = re.compile(r"<<<TRANSCRIPT (\S+)>>>")
 
 
-def _last_answer(transcript: str) -> str:
-    """The last INTERLOCUTOR entry of a fenced transcript (entries may span lines)."""
-    parts = _TURN_LINE.split(transcript)
-    # split gives [before, speaker, text, speaker, text, ...]
-    answers = [parts[i + 1] for i in range(1, len(parts) - 1, 2) if parts[i] == "INTERLOCUTOR"]
-    if not answers:
+def _last_answer(prompt: str) -> str:
+    """The last INTERLOCUTOR entry of the fenced transcript in a judge prompt."""
+    found = _NONCE.search(prompt)
+    if found is None:
         return ""
-    return answers[-1].split("<<<END TRANSCRIPT", 1)[0].strip()
+    window, _ = unfence(prompt, found.group(1))
+    return window[-1].interlocutor.strip() if window else ""
 
 
 @script(
