@@ -46,8 +46,9 @@ def installed(tmp_path_factory) -> Path:
         ).stdout.strip()
     )  # fmt: skip
     # The dependencies, from this environment (loom-sim's own editable finder is not run:
-    # .pth files inside a directory added this way are not processed).
-    (site / "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # .pth files inside a directory added this way are not processed, so the directories an
+    # environment itself takes from .pth lines, as a worktree's venv does, are listed too).
+    (site / "_deps.pth").write_text("".join(f"{path}\n" for path in _dependency_dirs()))
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
          str(wheel)],
@@ -55,6 +56,17 @@ def installed(tmp_path_factory) -> Path:
     )  # fmt: skip
     assert install.returncode == 0, install.stderr
     return env_dir / "bin"
+
+
+def _dependency_dirs() -> list[str]:
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    found = [str(purelib)]
+    for pth in sorted(purelib.glob("*.pth")):
+        for line in pth.read_text().splitlines():
+            if line and not line.startswith(("#", "import")) and Path(line).is_dir():
+                if "loom" not in Path(line).name:  # never loom-sim's own source tree
+                    found.append(line)
+    return found
 
 
 def loom(bin_dir: Path, cwd: Path, *args: str, timeout: float = 300):

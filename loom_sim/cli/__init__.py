@@ -3,35 +3,155 @@
 One error boundary for every command: a :class:`~loom_sim.errors.LoomError` is the user's to fix
 and is printed as plain lines; anything else is loom-sim's bug and is reported as such in one
 line (``LOOM_SIM_DEBUG=1`` shows the traceback). Nobody sees a traceback by accident.
+
+Commands are found in :data:`COMMANDS` and imported only when run: ``loom-sim --help`` reads
+the table and loads no command, so it (and ``validate``) never pays for trio, httpx, numpy or
+a model runtime (``tests/test_cli_imports.py`` keeps it so).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from typing import NamedTuple
 
 import click
 
-from loom_sim import __version__
 from loom_sim.errors import LoomError
 
 
+class Command(NamedTuple):
+    """Where a command is defined, and what it does in one line (its help's first sentence)."""
+
+    module: str  # in loom_sim.cli
+    attribute: str
+    summary: str
+
+
+#: Every command, by name. A new command is one module in loom_sim/cli and one line here.
+COMMANDS: dict[str, Command] = {
+    "validate": Command(
+        "validate",
+        "validate",
+        "Check config files (or shipped examples by name); print each problem as "
+        "file:line:column: field: what is wrong.",
+    ),
+    "schema": Command("schema", "schema", "Print the JSON Schema of loom-sim configs."),
+    "dry-run": Command(
+        "dry_run",
+        "dry_run",
+        "Show each turn's phase, intensities, injection and assembled prompt.",
+    ),
+    "run": Command(
+        "run",
+        "run",
+        "Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn "
+        "is written as it completes.",
+    ),
+    "diagram": Command(
+        "inspect",
+        "diagram",
+        "Export a state machine: mermaid text, Graphviz dot source, or svg (needs Graphviz).",
+    ),
+    "trace": Command(
+        "inspect", "trace", "Show who said what to whom in a rollout, message by message."
+    ),
+    "signals": Command(
+        "signals",
+        "signals",
+        "Loop spans, novelty, initiative and convergence of each conversation in PATHS.",
+    ),
+    "report": Command(
+        "report",
+        "report",
+        "Write report.json (every number), report.md (a one-minute summary) and report.html "
+        "(self-contained, with charts) for a run.",
+    ),
+    "view": Command(
+        "view",
+        "view",
+        "Read a rollout turn by turn: prompts injected, drafts rejected, replies, monitor "
+        "events and scores.",
+    ),
+    "score": Command(
+        "score",
+        "score",
+        "Score every turn of RUN_DIR; scored turns are skipped unless --force.",
+    ),
+    "import": Command(
+        "imports",
+        "import_",
+        "Turn other tools' transcripts into run directories that score and report work on.",
+    ),
+    "port": Command("port", "port", "Turn other tools' personas into loom-sim configs."),
+    "probe": Command(
+        "probe",
+        "probe",
+        "Probe a target for self-contradictions: N two-turn conversations per mode.",
+    ),
+    "plugins": Command(
+        "plugins",
+        "plugins",
+        "List the registered plug-ins of every kind, with where each comes from.",
+    ),
+}
+
+
 class _UserError(click.ClickException):
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
     def show(self, file=None) -> None:
         click.echo(self.format_message(), err=True)
 
 
+_INTERRUPTED = "interrupted (Ctrl-C)"
+
+
 class LoomGroup(click.Group):
+    """The commands of :data:`COMMANDS`, imported when run (and any added directly)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = self.commands.get(cmd_name)
+        if found is None and cmd_name in COMMANDS:
+            entry = COMMANDS[cmd_name]
+            module = importlib.import_module(f"loom_sim.cli.{entry.module}")
+            found = getattr(module, entry.attribute)
+            self.add_command(found, cmd_name)
+        return found
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list, from the table: no command module is imported to show it."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            command = self.commands.get(name)
+            if command is not None:
+                rows.append((name, command.get_short_help_str(limit)))
+            else:  # a stand-in with the summary as its help: click shortens it as its own
+                stand_in = click.Command(name, help=COMMANDS[name].summary)
+                rows.append((name, stand_in.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except LoomError as err:
-            raise _UserError(str(err)) from None
+            raise _UserError(str(err), err.exit_code) from None
         except BaseExceptionGroup as group:
             # Concurrent tasks (rollouts, scorers) fail together: if every failure is one the
             # user can act on, show each of them; otherwise it is a bug, reported below.
+            if group.subgroup(KeyboardInterrupt) is not None:
+                raise _UserError(_INTERRUPTED, 130) from None
             matched, rest = group.split(LoomError)
             if matched is not None and rest is None:
                 messages = dict.fromkeys(str(e) for e in _leaves(matched))
@@ -43,8 +163,8 @@ class LoomGroup(click.Group):
                 f"internal error ({type(first).__name__}: {first}); this is a loom-sim bug — "
                 "rerun with LOOM_SIM_DEBUG=1 for the traceback and report it"
             ) from None
-        except KeyboardInterrupt:
-            raise click.Abort() from None
+        except KeyboardInterrupt:  # outside the work that handles Ctrl-C itself
+            raise _UserError(_INTERRUPTED, 130) from None
         except BrokenPipeError:
             # `loom-sim dry-run ... | head`: the reader left; that is not an error.
             sys.stdout = open(os.devnull, "w")
@@ -67,45 +187,9 @@ def _leaves(group: BaseExceptionGroup):
 
 
 @click.group(cls=LoomGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="loom-sim")
+@click.version_option(package_name="loom-sim", prog_name="loom-sim")
 def cli() -> None:
     """Faithful long-horizon persona simulation with LLMs."""
-
-
-def _register() -> None:
-    from loom_sim.cli import (
-        dry_run,
-        imports,
-        inspect,
-        plugins,
-        port,
-        probe,
-        report,
-        run,
-        schema,
-        score,
-        signals,
-        validate,
-        view,
-    )
-
-    cli.add_command(validate.validate)
-    cli.add_command(schema.schema)
-    cli.add_command(dry_run.dry_run)
-    cli.add_command(run.run)
-    cli.add_command(inspect.diagram)
-    cli.add_command(inspect.trace)
-    cli.add_command(signals.signals)
-    cli.add_command(report.report)
-    cli.add_command(view.view)
-    cli.add_command(score.score)
-    cli.add_command(imports.import_)
-    cli.add_command(port.port)
-    cli.add_command(probe.probe)
-    cli.add_command(plugins.plugins)
-
-
-_register()
 
 
 def main() -> None:

@@ -7,10 +7,13 @@ the command, is the list, and reading it (loading plug-ins) waits until it is ne
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import click
+from click.core import ParameterSource
 
 from loom_sim.plugins import Registry
 
@@ -74,3 +77,41 @@ def base_url_option() -> Callable[[F], F]:
         metavar="URL",
         help="OpenAI-compatible server for openai/ models (else OPENAI_BASE_URL).",
     )
+
+
+def command_again(ctx: click.Context, words: Sequence[str], keep: Sequence[str]) -> str:
+    """The command line that continues this one: ``loom-sim`` and ``words``, then the options
+    named in ``keep`` that were given on this command line, as given, quoted for a shell.
+
+    A base URL with credentials in it is not repeated (it would end up in logs): it is shown
+    as ``URL``, with a note saying so.
+    """
+    line = ["loom-sim", *words]
+    note = ""
+    for param in ctx.command.params:
+        name = param.name
+        if not isinstance(param, click.Option) or name not in keep:
+            continue
+        if ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params.get(name)
+        flag = max(param.opts, key=len)
+        if param.is_flag:
+            if value:
+                line.append(flag)
+            continue
+        for item in value if param.multiple else (value,):
+            if name == "base_url" and _has_credentials(str(item)):
+                line += [flag, "URL"]
+                note = " (URL: the base URL you gave, with its credentials)"
+            else:
+                line += [flag, str(item)]
+    return shlex.join(line).replace("'URL'", "URL") + note
+
+
+def _has_credentials(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return True
+    return bool(parts.username or parts.password or parts.query)

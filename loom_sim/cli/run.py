@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import trio
 
+from loom_sim.cli import interrupt
 from loom_sim.cli.options import (
     RegistryChoice,
     base_url_option,
+    command_again,
     concurrency_option,
     timeout_option,
 )
@@ -20,14 +23,23 @@ from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.resources import find
 from loom_sim.runtime.progress import PlainProgress, RichProgress
 from loom_sim.runtime.run import (
+    DEFAULT_CONCURRENCY,
     RunOptions,
+    RunPlan,
     execute,
     make_hub,
     plan_resume,
     plan_run,
+    reach_note,
+    record_faults,
     unknown_prices,
     write_plan,
 )
+
+if TYPE_CHECKING:
+    from loom_sim.models.hub import ModelHub
+    from loom_sim.models.retry import Faults
+    from loom_sim.store.records import Transcript
 
 # Options that define a run; --resume takes them from run.json instead.
 _DEFINING = (
@@ -138,7 +150,10 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Run directory (default results/<config>-<hash>-<time>).",
 )
-@concurrency_option("Rollouts running at once.")
+@concurrency_option(
+    f"Rollouts running at once (default {DEFAULT_CONCURRENCY}; a resume keeps the run's).",
+    default=None,
+)
 @click.option(
     "--max-cost",
     type=click.FloatRange(min=0),
@@ -159,11 +174,13 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
     metavar="RUN_DIR",
     help="Continue an interrupted run.",
 )
+@click.pass_context
 def run(
+    ctx: click.Context,
     config_path: str | None,
     resume: Path | None,
     base_url: str | None,
-    concurrency: int,
+    concurrency: int | None,
     no_score: bool,
     **defining,
 ) -> None:
@@ -190,7 +207,7 @@ def run(
             target_system=defining["target_system"],
             base_url=base_url,
             output=defining["output"],
-            concurrency=concurrency,
+            concurrency=concurrency or DEFAULT_CONCURRENCY,
             max_cost_usd=defining["max_cost"],
             max_runtime_s=defining["max_runtime"],
             timeout_s=defining["timeout"] or 120.0,
@@ -201,6 +218,8 @@ def run(
             prices=_prices(defining["price"]),
         )
         plan = plan_run(find(config_path, "examples", "ported"), options, argv=sys.argv[1:])
+    # The command that continues this run, with the flags it was started with.
+    again = command_again(ctx, ["run", "--resume", str(plan.dir)], _CONTINUING)
     hub = make_hub(plan)
     for spec in unknown_prices(hub, plan.models):
         click.echo(
@@ -208,30 +227,26 @@ def run(
             "(give --price SPEC=IN/OUT or the config's models.pricing to count it)",
             err=True,
         )
+    if resume is None:
+        note = reach_note(plan.config, plan.record.turns)
+        if note:
+            click.echo(f"note: {note}", err=True)
     write_plan(plan)
     click.echo(f"run directory: {plan.dir}", err=True)
-    try:
-        if sys.stderr.isatty():
-            with RichProgress() as progress:
-                transcripts = trio.run(execute, plan, hub, progress)
-        else:
-            transcripts = trio.run(execute, plan, hub, PlainProgress())
-    except KeyboardInterrupt:
-        raise LoomError(
-            "interrupted; completed turns are saved. "
-            f"Continue with: loom-sim run --resume {plan.dir}"
-        ) from None
+    live = sys.stderr.isatty()
+    transcripts = _rollouts(plan, hub, again, live)
     failed = [t for t in transcripts if t.status == "error"]
-    for t in transcripts:
-        detail = t.stop_detail if t.status == "done" else t.error
-        click.echo(f"{t.rollout}: {t.status}, {len(t.turns)} turns ({detail})")
+    _closing_summary(transcripts, hub.retry.faults, tabled=live and sys.stdout.isatty())
     if not no_score and any(t.turns for t in transcripts):
         from loom_sim.cli.score import score_directory
         from loom_sim.scoring.engine import ScoreOptions
 
-        click.echo("scoring...", err=True)
         summary = score_directory(
-            plan.dir, ScoreOptions(concurrency=concurrency), plan.base_url, plan.timeout_s
+            plan.dir,
+            ScoreOptions(concurrency=plan.concurrency),
+            plan.base_url,
+            plan.timeout_s,
+            again=again,
         )
         click.echo(
             f"scored {summary.scored_turns} turns "
@@ -242,8 +257,71 @@ def run(
     if failed:
         raise LoomError(
             f"{len(failed)} of {len(transcripts)} rollouts ended in error; their completed turns "
-            f"are kept. Continue them with: loom-sim run --resume {plan.dir}"
+            f"are kept. Continue them with: {again}"
         )
+
+
+# The flags of `run` that are not recorded in run.json: a resume needs them again.
+_CONTINUING = ("no_score", "concurrency", "base_url")
+
+
+def _rollouts(plan: RunPlan, hub: ModelHub, again: str, live: bool) -> list[Transcript]:
+    """Every rollout of the plan, with progress on screen; Ctrl-C stops them cleanly (what
+    is saved and the command that continues are said), a second Ctrl-C at once."""
+    progress = RichProgress() if live else PlainProgress()
+    try:
+        with progress if isinstance(progress, RichProgress) else contextlib.nullcontext():
+            try:
+                return interrupt.run(execute, plan, hub, progress)
+            except interrupt.Interrupted:
+                progress.interrupted()
+                raise
+    except interrupt.Interrupted:
+        raise interrupt.Interrupted(
+            f"interrupted: {saved_turns(plan)} saved in {plan.dir}. Continue with: {again}"
+        ) from None
+    finally:
+        record_faults(plan, hub.retry.faults)
+
+
+def saved_turns(plan: RunPlan) -> str:
+    """``"14 completed turns of 2 rollouts are"``, counted on disk."""
+    turns = 0
+    for index in range(plan.record.rollouts):
+        try:
+            turns += len(plan.rollout_spec(index).files.turns.read())
+        except LoomError:
+            continue
+    rollouts = plan.record.rollouts
+    noun = "turn" if turns == 1 else "turns"
+    of = f" of {rollouts} rollout{'s' if rollouts != 1 else ''}"
+    return f"{turns} completed {noun}{of} {'is' if turns == 1 else 'are'}"
+
+
+def _closing_summary(transcripts: list[Transcript], faults: Faults, *, tabled: bool) -> None:
+    """Each rollout's outcome (unless the live table on this terminal showed it already), and
+    the model-call faults of the session."""
+    if tabled:
+        turns = sum(len(t.turns) for t in transcripts)
+        errors = sum(t.status == "error" for t in transcripts)
+        click.echo(
+            f"{len(transcripts)} rollout{'s' if len(transcripts) != 1 else ''}, {turns} turns"
+            + (f", {errors} in error" if errors else "")
+        )
+    else:
+        for t in transcripts:
+            detail = t.error if t.status == "error" else None
+            if t.status == "done" and t.stop_reason not in (None, "max_turns"):
+                detail = t.stop_detail
+            click.echo(
+                f"{t.rollout}: {t.status}, {len(t.turns)} turns"
+                + (f" ({detail})" if detail else "")
+            )
+    redone = sum(r.failed_attempts for t in transcripts for r in t.turns)
+    said = faults.summary() or "no model call retried"
+    if redone:
+        said += f"; {redone} unusable repl{'ies' if redone != 1 else 'y'} asked again"
+    click.echo(f"faults: {said}")
 
 
 def _report(run_dir: Path) -> None:

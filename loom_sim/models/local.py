@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import Any
 
 import trio
 
+from loom_sim import cpu
 from loom_sim.models.base import ModelError, ModelRequest, ModelResponse, Usage
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.openai import schema_instruction
@@ -104,7 +104,9 @@ class _Loaded:
                     "run `pip install llama-cpp-python`."
                 ) from None
             try:
-                threads = os.cpu_count() or 1  # llama.cpp's default is half the cores
+                # The cores this process may use (llama.cpp's default is half the machine's,
+                # os.cpu_count() all of them: both wrong under an affinity mask).
+                threads = cpu.threads()
                 self.llama = Llama(
                     model_path=str(self.path),
                     n_ctx=self.n_ctx,

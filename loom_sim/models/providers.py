@@ -25,12 +25,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import trio
-
 from loom_sim.models.base import ModelClient, ModelError
 from loom_sim.plugins import Plugin, Registry
 
 if TYPE_CHECKING:
+    import trio
+
     from loom_sim.models._http import HTTPPool
     from loom_sim.models.pricing import PriceTable
     from loom_sim.models.retry import RetryPolicy
@@ -107,9 +107,11 @@ def provider_limits(concurrency: int) -> dict[str, int]:
 
 
 def _check_local(spec: str, name: str) -> None:
+    from loom_sim import cpu
     from loom_sim.models.local import resolve_local_path
 
     resolve_local_path(spec)
+    cpu.threads()  # a bad LOOM_SIM_THREADS is said before the run starts
 
 
 @provider(

@@ -43,6 +43,7 @@ from loom_sim.models.base import ModelError, ModelUnavailable, RetriesExhausted
 __all__ = [
     "RETRYABLE_STATUS",
     "AttemptFailed",
+    "Faults",
     "RetryPolicy",
     "mask",
     "parse_retry_after",
@@ -77,9 +78,51 @@ def _default_rng() -> random.Random:
 
 
 @dataclass
+class Faults:
+    """What went wrong with model calls, by spec: attempts retried (by reason) and calls that
+    failed after their last attempt. A run reports it when it ends and keeps it in run.json, so
+    a result that took 300 retries against a rate limit says so."""
+
+    retried: dict[str, dict[str, int]] = field(default_factory=dict)  # spec -> reason -> n
+    gave_up: dict[str, int] = field(default_factory=dict)  # spec -> calls
+
+    def retry(self, spec: str, failure: AttemptFailed) -> None:
+        by_reason = self.retried.setdefault(spec, {})
+        reason = _reason_label(failure)
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+
+    def give_up(self, spec: str) -> None:
+        self.gave_up[spec] = self.gave_up.get(spec, 0) + 1
+
+    @property
+    def empty(self) -> bool:
+        return not self.retried and not self.gave_up
+
+    def summary(self) -> str:
+        """``"openai/gpt-4.1: 12 retried (HTTP 429 ×9, timeout ×3), 1 failed"`` per spec."""
+        parts = []
+        for spec in sorted(set(self.retried) | set(self.gave_up)):
+            reasons = self.retried.get(spec, {})
+            text = f"{spec}: {sum(reasons.values())} retried"
+            if reasons:
+                text += " (" + ", ".join(f"{r} ×{n}" for r, n in sorted(reasons.items())) + ")"
+            if self.gave_up.get(spec):
+                text += f", {self.gave_up[spec]} failed after every retry"
+            parts.append(text)
+        return "; ".join(parts)
+
+
+def _reason_label(failure: AttemptFailed) -> str:
+    """A short, URL-free name for a failure: "HTTP 429", "timeout", "connect", "malformed"."""
+    if failure.kind == "status" and failure.reason.startswith("HTTP "):
+        return failure.reason.split(" (", 1)[0]
+    return {"status": "connection broke"}.get(failure.kind, failure.kind)
+
+
+@dataclass
 class RetryPolicy:
-    """How often and how long to retry. Shared by all clients of a run (it holds no state
-    besides the jitter RNG)."""
+    """How often and how long to retry. Shared by all clients of a run (its state: the jitter
+    RNG, and the run's tally of :class:`Faults`)."""
 
     max_attempts: int = 5
     base_s: float = 0.5
@@ -87,6 +130,7 @@ class RetryPolicy:
     retry_after_cap_s: float = 60.0
     rng: random.Random = field(default_factory=_default_rng, repr=False)
     sleep: Callable[[float], Awaitable[object]] = field(default=trio.sleep, repr=False)
+    faults: Faults = field(default_factory=Faults, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -115,7 +159,9 @@ class RetryPolicy:
                 return await attempt(), number
             except AttemptFailed as failure:
                 if number >= self.max_attempts:
+                    self.faults.give_up(spec)
                     raise _exhausted(spec, failure, number) from failure
+                self.faults.retry(spec, failure)
                 await self.sleep(self.delay(number, failure.retry_after))
                 number += 1
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Protocol
 
 
@@ -24,6 +24,9 @@ class ProgressSink(Protocol):
 
 class NullProgress:
     def rollout_started(self, rollout: str, turns: int, done: int) -> None:
+        pass
+
+    def interrupted(self) -> None:
         pass
 
     def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:
@@ -43,13 +46,14 @@ class PlainProgress:
     def __init__(self, stream: IO[str] | None = None):
         self._stream = stream or sys.stderr
         self._turns: dict[str, int] = {}
+        self._ended: set[str] = set()
 
     def _say(self, text: str) -> None:
         print(text, file=self._stream, flush=True)
 
     def rollout_started(self, rollout: str, turns: int, done: int) -> None:
         self._turns[rollout] = turns
-        resumed = f", resuming after turn {done - 1}" if done else ""
+        resumed = f", resuming after turn {done}" if done else ""
         self._say(f"{rollout}: started ({turns} turns{resumed})")
 
     def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:
@@ -60,7 +64,18 @@ class PlainProgress:
         )
 
     def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
+        self._ended.add(rollout)
         self._say(f"{rollout}: {status}" + (f" ({detail})" if detail else ""))
+
+    def interrupted(self) -> None:
+        """Ctrl-C stopped the run: the rollouts still running end here, their turns kept."""
+        for rollout in self._turns:
+            if rollout not in self._ended:
+                self._say(f"{rollout}: interrupted")
+
+
+def _now() -> float:
+    return time.monotonic()  # looked up at each call: tests move the clock
 
 
 @dataclass
@@ -70,19 +85,28 @@ class _Row:
     phase: str = ""
     tokens: int = 0
     cost: float | None = 0.0
-    elapsed: float = 0.0
+    started: float = field(default_factory=_now)
+    ended: float | None = None
     status: str = "running"
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the rollout started, moving while it runs (not only at turn ends)."""
+        return (self.ended if self.ended is not None else time.monotonic()) - self.started
 
 
 class RichProgress:
-    """A live table, one row per rollout: turn k/n, phase, tokens, cost, elapsed, status."""
+    """A live table, one row per rollout: turn k/n, phase, tokens, cost, elapsed, status.
+
+    It is drawn four times a second from the rows' state, so the elapsed column ticks while
+    a slow model call is in flight instead of jumping at each turn's end.
+    """
 
     def __init__(self) -> None:
         from rich.console import Console
         from rich.live import Live
 
         self._rows: dict[str, _Row] = {}
-        self._started = time.monotonic()
         self._live = Live(self, console=Console(stderr=True), refresh_per_second=4, transient=False)
 
     def __enter__(self) -> RichProgress:
@@ -117,14 +141,17 @@ class RichProgress:
 
     def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:
         row = self._rows[rollout]
-        row.turn, row.phase, row.tokens, row.cost, row.elapsed = (
-            turn + 1,
-            phase,
-            tokens,
-            cost,
-            elapsed,
-        )
+        row.turn, row.phase, row.tokens, row.cost = turn + 1, phase, tokens, cost
 
     def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
         row = self._rows.setdefault(rollout, _Row(turns=0))
+        row.ended = time.monotonic()
         row.status = status if not detail else f"{status}: {detail}"
+
+    def interrupted(self) -> None:
+        """Ctrl-C stopped the run: rows still running say so (and stop their clocks)."""
+        for row in self._rows.values():
+            if row.ended is None:
+                row.ended = time.monotonic()
+                row.status = "interrupted"
+        self._live.refresh()

@@ -155,11 +155,15 @@ class Rollout:
             if not self._machine.done:
                 self._machine.fire(Trigger.FAIL)
         finally:
-            if tracer is not None:
-                tracer.close()
+            closed = _closing(tracer)
             self._log.close()
+        error = error or closed
         transcript = self._transcript(error)
-        spec.files.write_transcript(transcript)
+        try:
+            spec.files.write_transcript(transcript)
+        except LoomError as err:  # a full or read-only disk: turns.jsonl holds what was done
+            error = f"{error}; {err}" if error else str(err)
+            transcript = self._transcript(error)
         self._progress.rollout_ended(spec.id, transcript.status, transcript.stop_detail or error)
         return transcript
 
@@ -444,6 +448,18 @@ def _acted(event: MonitorEvent, action: str) -> MonitorEvent:
     """A guard's rejection with what was done about it; a stagnation redirect keeps its own
     action (``emergency_injection``): its re-prompt carries the emergency redirect."""
     return with_action(event, action) if event.action == "rejected" else event
+
+
+def _closing(tracer: TraceRecorder | None) -> str | None:
+    """Close the trace; why it could not be written, if it could not (never raises: the
+    rollout's own outcome comes first)."""
+    if tracer is None:
+        return None
+    try:
+        tracer.close()
+    except LoomError as err:
+        return str(err)
+    return None
 
 
 def _describe(exc: BaseException) -> str:

@@ -9,6 +9,7 @@ and the others go on.
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import random
 import sys
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import trio
 
 from loom_sim import __version__
+from loom_sim.assembler import Assembler
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
@@ -29,15 +31,18 @@ from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.pricing import Price
 from loom_sim.models.providers import provider_limits
+from loom_sim.models.retry import Faults
 from loom_sim.plugins.actors import ACTORS, Responder, adversaries
 from loom_sim.runtime.budget import RunBudget
 from loom_sim.runtime.progress import ProgressSink
 from loom_sim.runtime.rollout import Cast, ModelSource, Rollout, RolloutSpec
 from loom_sim.store.artifacts import RolloutFiles, config_hash, new_run_dir, rollout_dir, write_json
+from loom_sim.store.jsonl import writing
 from loom_sim.store.records import Transcript
 from loom_sim.store.run_file import RUN_FILE, Budgets, PriceRecord, RunRecord, read_run
 
 DEFAULT_MODEL = "local/smollm2"
+DEFAULT_CONCURRENCY = 4
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ class RunOptions:
     base_url: str | None = None
     output: Path | None = None
     results_root: Path = Path("results")
-    concurrency: int = 4
+    concurrency: int = DEFAULT_CONCURRENCY
     max_cost_usd: float | None = None
     max_runtime_s: float | None = None
     timeout_s: float = 120.0
@@ -70,6 +75,9 @@ class RunPlan:
     dir: Path
     record: RunRecord  # run.json
     config: LoomConfig  # the record's config, validated once
+    # The base URL as given on this command line: it may hold credentials, so it is used
+    # for this session and never stored (the record keeps it redacted).
+    given_base_url: str | None = None
 
     @property
     def concurrency(self) -> int:
@@ -77,7 +85,7 @@ class RunPlan:
 
     @property
     def base_url(self) -> str | None:
-        return self.record.base_url
+        return self.given_base_url or self.record.base_url
 
     @property
     def timeout_s(self) -> float:
@@ -222,7 +230,7 @@ def plan_run(
         versions=versions(),
         config=config_data,
     )
-    return RunPlan(dir=run_dir, record=record, config=config)
+    return RunPlan(dir=run_dir, record=record, config=config, given_base_url=options.base_url)
 
 
 def plan_resume(
@@ -233,15 +241,14 @@ def plan_resume(
         raise LoomError(f"{run_dir} was imported from another tool; it cannot be resumed")
     if concurrency:
         record.concurrency = concurrency
-    if base_url:  # stored redacted; a server that needs credentials in its URL is given again
-        record.base_url = base_url
     missing = [name for name in record.responders if name not in ACTORS]
     if missing:
         raise LoomError(
             f"{run_dir / RUN_FILE}: its responder {missing[0]!r} is not installed here "
             f"({ACTORS.unknown(missing[0])})"
         )
-    plan = RunPlan(dir=run_dir, record=record, config=record.loom_config)
+    # The base URL is stored redacted; one that needs credentials in it is given again.
+    plan = RunPlan(dir=run_dir, record=record, config=record.loom_config, given_base_url=base_url)
     for index in range(record.rollouts):  # a damaged file stops the resume before it starts
         files = plan.rollout_spec(index).files
         finished = files.transcript()
@@ -250,9 +257,61 @@ def plan_resume(
     return plan
 
 
+def reach_note(config: LoomConfig, turns: int) -> str | None:
+    """What a run shorter than the config's ``expected_turns`` will not do: phases it never
+    reaches, and phases it reaches whose MUST DO is never sent (no full injection falls in
+    them). None when it does all of it, or is not shorter."""
+    expected = config.trajectory.expected_turns
+    if expected is None or turns >= expected or turns > MAX_CHECKED_TURNS:
+        return None
+    assembler = Assembler(config, turns)
+    reached: dict[str, bool] = {}  # phase -> a full injection falls in it
+    for turn in range(turns):
+        plan = assembler.plan(turn, prompt="injected")
+        reached[plan.phase] = reached.get(plan.phase, False) or plan.injection == "full"
+    names = [p.name for p in config.trajectory.phases]
+    missed = [n for n in names if n not in reached]
+    unsent = [n for n in names if n in reached and not reached[n]]
+    parts = []
+    if missed:
+        parts.append(f"{_phases(missed)} will not be reached")
+    if unsent:
+        parts.append(
+            f"{_phases(unsent)} get{'s' if len(unsent) == 1 else ''} no full injection, so "
+            "the persona never receives "
+            + ("its" if len(unsent) == 1 else "their")
+            + " MUST DO (interaction.injection.full_on_phase_change: true sends it)"
+        )
+    if not parts:
+        return None
+    return f"{turns} of {expected} turns: " + "; ".join(parts)
+
+
+MAX_CHECKED_TURNS = 5_000  # planning every turn of a longer run is not worth a note
+
+
+def _phases(names: list[str]) -> str:
+    if len(names) == 1:
+        return f"phase {names[0]}"
+    return f"phases {', '.join(names[:-1])} and {names[-1]}"
+
+
 def write_plan(plan: RunPlan) -> None:
-    plan.dir.mkdir(parents=True, exist_ok=True)
+    """Write run.json (the run directory made first); a directory that cannot be written is
+    said before any model is called."""
+    with writing(plan.dir):
+        plan.dir.mkdir(parents=True, exist_ok=True)
     write_json(plan.dir / RUN_FILE, plan.record)
+
+
+def record_faults(plan: RunPlan, faults: Faults) -> None:
+    """Add this session's model-call faults to run.json (a disk that refuses is not worth
+    failing the run over: the closing summary has said them)."""
+    if faults.empty:
+        return
+    plan.record.add_faults(faults)
+    with contextlib.suppress(LoomError):
+        write_json(plan.dir / RUN_FILE, plan.record)
 
 
 # ─── models ─────────────────────────────────────────────────────────────────
@@ -262,7 +321,7 @@ def make_hub(plan: RunPlan) -> ModelHub:
     """The run's model hub, every spec checked (shape, provider, script or file, key) and the
     budget's premise checked: a cost budget needs every model's price."""
     record = plan.record
-    hub = hub_for(plan.config, record.base_url, record.concurrency, record.timeout_s, record.prices)
+    hub = hub_for(plan.config, plan.base_url, record.concurrency, record.timeout_s, record.prices)
     for spec in dict.fromkeys(record.models.values()):
         hub.check(spec)
     unpriced = unknown_prices(hub, record.models)

@@ -32,6 +32,7 @@ from loom_sim.models.providers import PROVIDERS
 from loom_sim.plugins.scorers import SCORERS, ScorerInfo
 from loom_sim.scoring.aggregate import summarise
 from loom_sim.scoring.base import Scorer, TurnView
+from loom_sim.scoring.progress import NullScoreProgress, ScoreProgress
 from loom_sim.seeds import SeedSource, derive_seed
 from loom_sim.signals.analysis import Analysis, analyze
 from loom_sim.signals.embedding import load_backend
@@ -82,24 +83,34 @@ def enabled_scorers(config: LoomConfig) -> list[Enabled]:
     return found
 
 
-async def score_run(run_dir: Path, hub: ModelHub, options: ScoreOptions) -> ScoreSummary:
+async def score_run(
+    run_dir: Path,
+    hub: ModelHub,
+    options: ScoreOptions,
+    progress: ScoreProgress | None = None,
+) -> ScoreSummary:
     record = read_run(run_dir)
     judge = options.judge_model or record.judge
     hub.check(judge)
     summary = ScoreSummary()
     limiter = trio.CapacityLimiter(max(1, options.concurrency))
-
-    async def one(index: int) -> None:
+    progress = progress or NullScoreProgress()
+    scorers: list[RolloutScorer] = []
+    for index in range(record.rollouts):  # every file read, and the work counted, up front
         files = RolloutFiles(rollout_dir(run_dir, index))
         transcript = files.transcript()
-        if transcript is None or not transcript.turns:
-            return
+        if transcript is not None and transcript.turns:
+            scorer = RolloutScorer(record, files, transcript, hub, judge, options)
+            scorer.plan(progress)
+            scorers.append(scorer)
+
+    async def one(scorer: RolloutScorer) -> None:
         async with limiter:
-            await RolloutScorer(record, files, transcript, hub, judge, options).run(summary)
+            await scorer.run(summary, progress)
 
     async with trio.open_nursery() as nursery:
-        for index in range(record.rollouts):
-            nursery.start_soon(one, index)
+        for scorer in scorers:
+            nursery.start_soon(one, scorer)
     return summary
 
 
@@ -139,7 +150,19 @@ class RolloutScorer:
         }
         self.probe_turns = frozenset({0, count // 2, count - 1} if count else ())
 
-    async def run(self, summary: ScoreSummary) -> None:
+    def plan(self, progress: ScoreProgress) -> None:
+        """Tell ``progress`` what this rollout's scoring will do."""
+        per_scorer: dict[str, int] = {}
+        turns = 0
+        for record in self.transcript.turns:
+            needed = self._needed(record)
+            turns += bool(needed)
+            for enabled in needed:
+                per_scorer[enabled.info.name] = per_scorer.get(enabled.info.name, 0) + 1
+        progress.planned(self.transcript.rollout, turns, per_scorer)
+
+    async def run(self, summary: ScoreSummary, progress: ScoreProgress | None = None) -> None:
+        progress = progress or NullScoreProgress()
         records = list(self.transcript.turns)
         analysis = self._analysis(records)
         tracer = TraceRecorder(self.files.dir / SCORE_TRACE)
@@ -155,13 +178,15 @@ class RolloutScorer:
                         summary.skipped_turns += 1
                         continue
                     scores = await self._score_turn(post, nursery, records, index, needed, analysis)
-                    summary.failures += sum(1 for s in scores.values() if s.value is None)
+                    failed = [name for name, s in scores.items() if s.value is None]
+                    summary.failures += len(failed)
                     records[index] = msgspec.structs.replace(
                         record, scores={**record.scores, **scores}
                     )
                     summary.scored_turns += 1
                     tracer.flush()
                     self._write(records, None, summary)
+                    progress.turn_scored(self.transcript.rollout, list(scores), failed)
                 nursery.cancel_scope.cancel()
         finally:
             tracer.close()

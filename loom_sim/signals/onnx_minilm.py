@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from loom_sim import cpu
+
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -92,7 +94,7 @@ class OnnxMiniLM:
         if not onnx_path.exists():
             export(model_dir, onnx_path, max_tokens)
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
+        options.intra_op_num_threads = cpu.threads()
         options.log_severity_level = 3
         self._session = onnxruntime.InferenceSession(
             str(onnx_path), options, providers=["CPUExecutionProvider"]

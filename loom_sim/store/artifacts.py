@@ -9,6 +9,7 @@ results/<config-stem>-<hash8>-<UTC time>/
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from loom_sim.errors import LoomError
-from loom_sim.store.jsonl import cut_torn_tail, open_for_append, read_records
+from loom_sim.store.jsonl import append, cut_torn_tail, open_for_append, read_records, writing
 from loom_sim.store.records import (
     TRANSCRIPT_DECODER,
     TURN_DECODER,
@@ -58,10 +59,15 @@ def rollout_dir(run_dir: Path, index: int) -> Path:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write atomically: a reader (or a resumed run) never sees half a file."""
+    """Write atomically: a reader (or a resumed run) never sees half a file, and a failed
+    write (a full disk) leaves the previous version in place."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
-    os.replace(tmp, path)
+    with writing(path):
+        try:
+            tmp.write_bytes(msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def read_transcript(path: Path) -> Transcript:
@@ -92,13 +98,13 @@ class TurnLog:
     def append(self, record: TurnRecord) -> None:
         if self._file is None:
             self._file = open_for_append(self.path)
-        self._file.write(TURN_ENCODER.encode(record) + b"\n")
-        self._file.flush()
+        append(self._file, self.path, TURN_ENCODER.encode(record) + b"\n")
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            with contextlib.suppress(OSError):  # a failed flush was reported by append
+                file.close()
 
     def read(self) -> list[TurnRecord]:
         """Every complete record, changing nothing; a damaged line in the middle, or turns out
@@ -168,5 +174,6 @@ class RolloutFiles:
         return read_transcript(self.transcript_path)
 
     def write_transcript(self, transcript: Transcript) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        with writing(self.dir):
+            self.dir.mkdir(parents=True, exist_ok=True)
         write_json(self.transcript_path, transcript)

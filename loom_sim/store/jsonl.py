@@ -14,7 +14,8 @@ silently rewrite, every turn after the damage).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
@@ -23,6 +24,24 @@ import msgspec
 from loom_sim.errors import LoomError
 
 T = TypeVar("T")
+
+
+class WriteFailed(LoomError):
+    """The disk refused a write (full, read-only, gone): which file, and why, in words."""
+
+    def __init__(self, path: Path, err: OSError):
+        self.path = path
+        why = (err.strerror or str(err) or type(err).__name__).lower()
+        super().__init__(f"cannot write {path}: {why}")
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` raised while writing ``path`` into :class:`WriteFailed`."""
+    try:
+        yield
+    except OSError as err:
+        raise WriteFailed(path, err) from None
 
 
 class DamagedFile(LoomError):
@@ -149,6 +168,14 @@ def last_line(path: Path, chunk: int = 1 << 16) -> bytes | None:
 
 def open_for_append(path: Path) -> BinaryIO:
     """``path`` opened to append, its torn tail cut first (the folder made if needed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cut_torn_tail(path)
-    return path.open("ab")
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cut_torn_tail(path)
+        return path.open("ab")
+
+
+def append(file: BinaryIO, path: Path, data: bytes) -> None:
+    """Write ``data`` (whole lines) and hand it to the OS at once."""
+    with writing(path):
+        file.write(data)
+        file.flush()

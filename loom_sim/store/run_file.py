@@ -6,19 +6,24 @@ planned from (the config and every responder's settings are in here). Keys never
 are read from the environment by the model hub and go nowhere else; URLs are stored redacted.
 
 Format versions: 1 (loom-sim 0.1 before responders were plug-ins: ``adversaries`` held the
-adversary configs by kind) is read and migrated in memory; 2 is written.
+adversary configs by kind) is read and migrated in memory; 2 is written. ``faults`` (model
+calls retried and given up, by spec) was added to version 2 with a default, so files without
+it still load; it is the one part rewritten after planning, when a session ends.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from loom_sim.config.spec import LoomConfig
 from loom_sim.errors import LoomError
+
+if TYPE_CHECKING:
+    from loom_sim.models.retry import Faults
 
 RUN_FILE = "run.json"
 FORMAT_VERSION = 2
@@ -33,6 +38,13 @@ class Budgets(msgspec.Struct, frozen=True):
 class PriceRecord(msgspec.Struct, frozen=True):
     input_per_mtok: float
     output_per_mtok: float
+
+
+class FaultRecord(msgspec.Struct):
+    """Model-call faults of one spec, over every session of the run (rollouts and scoring)."""
+
+    retried: dict[str, int] = msgspec.field(default_factory=dict)  # reason -> attempts retried
+    gave_up: int = 0  # calls that failed after their last attempt
 
 
 class RunRecord(msgspec.Struct, kw_only=True, dict=True):
@@ -62,6 +74,7 @@ class RunRecord(msgspec.Struct, kw_only=True, dict=True):
     argv: list[str] = msgspec.field(default_factory=list)
     versions: dict[str, str] = msgspec.field(default_factory=dict)
     imported_from: list[str] | None = None  # transcripts imported from another tool
+    faults: dict[str, FaultRecord] = msgspec.field(default_factory=dict)  # by model spec
     config: dict[str, Any]
 
     @cached_property
@@ -82,6 +95,14 @@ class RunRecord(msgspec.Struct, kw_only=True, dict=True):
     def data(self) -> dict[str, Any]:
         """The record as JSON data (what ``run.json`` holds)."""
         return msgspec.to_builtins(self)
+
+    def add_faults(self, faults: Faults) -> None:
+        """Count a session's model-call faults in (retries by reason, calls given up)."""
+        for spec in set(faults.retried) | set(faults.gave_up):
+            record = self.faults.setdefault(spec, FaultRecord())
+            for reason, count in faults.retried.get(spec, {}).items():
+                record.retried[reason] = record.retried.get(reason, 0) + count
+            record.gave_up += faults.gave_up.get(spec, 0)
 
 
 _DECODER = msgspec.json.Decoder(RunRecord)

@@ -12,6 +12,7 @@ progress.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import BinaryIO
 
@@ -19,7 +20,7 @@ import msgspec
 
 from loom_sim.errors import LoomError
 from loom_sim.messages import Envelope
-from loom_sim.store.jsonl import DamagedFile, last_line, open_for_append, read_records
+from loom_sim.store.jsonl import DamagedFile, append, last_line, open_for_append, read_records
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -62,15 +63,18 @@ class TraceRecorder:
         if self._file is None:
             self._file = open_for_append(self._path)
         self._pending.append(b"")
-        self._file.write(b"\n".join(self._pending))
-        self._file.flush()
+        data = b"\n".join(self._pending)
         self._pending.clear()
+        append(self._file, self._path, data)
 
     def close(self) -> None:
-        self.flush()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        try:
+            self.flush()
+        finally:
+            if self._file is not None:
+                file, self._file = self._file, None
+                with contextlib.suppress(OSError):  # a failed flush was reported above
+                    file.close()
 
 
 def read_trace(path: Path) -> list[Envelope]:
@@ -113,7 +117,7 @@ def summarize(envelope: Envelope, width: int = 90) -> str:
         case m.Respond():
             text = body.text
         case m.Heard():
-            text = f"turn {body.turn} exchange committed"
+            text = f"turn {body.turn + 1} exchange committed"
         case m.CheckCandidate():
             text = f"attempt {body.attempt}: {body.text}"
         case m.Verdict():
@@ -123,11 +127,11 @@ def summarize(envelope: Envelope, width: int = 90) -> str:
                 else "rejected: " + ", ".join(e.pattern for e in body.events)
             )
         case m.Observe():
-            text = f"turn {body.turn} exchange"
+            text = f"turn {body.turn + 1} exchange"
         case m.Observation():
             text = ", ".join(f"{e.monitor}:{e.pattern}" for e in body.events) or "nothing to report"
         case m.Judge():
-            text = f"rubric {body.rubric_id or '?'} over turns {[w.turn for w in body.window]}"
+            text = f"rubric {body.rubric_id or '?'} over turns {[w.turn + 1 for w in body.window]}"
         case m.Judgement():
             text = f"ok {body.parsed}" if body.ok else f"failed: {body.error}"
         case m.Failure():
