@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import string
 from collections import deque
+from typing import TYPE_CHECKING
 
 import trio
 from loom_sim.actors.base import Actor, ActorContext
@@ -21,9 +22,10 @@ from loom_sim.messages import Body, CheckCandidate, MonitorEvent, Observation, O
 from loom_sim.monitors.capitulation import CapitulationCheck
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
 from loom_sim.plugins.actors import actor
-from loom_sim.signals.embedding import load_backend
-from loom_sim.signals.stagnation import StagnationMonitor, Trigger
 from loom_sim.store.records import TurnRecord
+
+if TYPE_CHECKING:
+    from loom_sim.signals.stagnation import StagnationMonitor, Trigger
 
 STAGNATION_MONITORS = ("stagnation", "convergence")
 
@@ -147,6 +149,11 @@ class MonitorActor(Actor):
 
     async def _stagnation_monitor(self) -> StagnationMonitor:
         if self._stagnation is None:
+            # Imported here, not at the top: registering the monitor kind (which validating a
+            # config does) must not load numpy and the similarity backends.
+            from loom_sim.signals.embedding import load_backend
+            from loom_sim.signals.stagnation import StagnationMonitor
+
             spec = self._config.interaction.stagnation_detection
             backend = await trio.to_thread.run_sync(load_backend, spec.backend.value)
             monitor = StagnationMonitor(spec, backend, last_trigger=self._last_trigger)

@@ -7,15 +7,18 @@ changes, so scores made under different rubrics are never pooled by mistake.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
 RUBRIC_VERSION = "1.3"  # 1.3: untrusted text encoded in the fence; probe material fenced
 
 
 @cache
 def _environment() -> jinja2.Environment:
+    import jinja2  # on first render: registering a scorer (validating a config) renders nothing
+
     return jinja2.Environment(
         loader=jinja2.PackageLoader("loom_sim.judging", "templates"),
         undefined=jinja2.StrictUndefined,

@@ -13,14 +13,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from loom_sim.assembler import Assembler, TurnPlan
 from loom_sim.config.spec import LoomConfig, PhaseSpec, ScorerSettings
 from loom_sim.messages import Judgement, WindowTurn
-from loom_sim.signals.analysis import TurnSignals
 from loom_sim.store.records import Score, TurnRecord
 from loom_sim.store.scaffolding import Instructions, instructions_at
+
+if TYPE_CHECKING:  # types only: registering a scorer (validating a config) loads neither
+    from loom_sim.assembler import Assembler, TurnPlan
+    from loom_sim.signals.analysis import TurnSignals
 
 #: (rubric id, rubric text, JSON schema, window or None for the turn's) -> the judge's answer
 AskJudge = Callable[[str, str, dict[str, Any], list[WindowTurn] | None], Awaitable[Judgement]]
