@@ -310,7 +310,7 @@ def test_run_with_the_trap_is_recorded_scored_and_reported(tmp_path):
     # the viewer names each turn's tactic and the verdicts reported with it
     shown = CliRunner().invoke(cli, ["view", str(tmp_path / "adv" / "rollout_000")]).output
     assert shown.count("tactic ") >= 4 and adv["turns"][1]["adversary"]["tactic"] in shown
-    assert "verdict " in shown and f"turn 0 {adv['turns'][0]['adversary']['tactic']}:" in shown
+    assert "verdict " in shown and f"turn 1 {adv['turns'][0]['adversary']['tactic']}:" in shown
 
 
 def test_adversary_model_and_both_from_the_command_line(tmp_path):

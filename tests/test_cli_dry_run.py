@@ -106,11 +106,11 @@ def test_text_format_shows_headers_prompts_and_reminders():
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "Marcus Chen · fixed_length · 10 turns · templates" in out
-    assert "turn 0 · phase rapport · injection full · belief_intensity 0.10 (low)" in out
+    assert "turn 1 · phase rapport · injection full · belief_intensity 0.10 (low)" in out
     # full injections at turns 0 and 5, and where the phases start (2, 4, 7, 9)
     assert out.count("## MUST DO") == 6
     assert "[REMINDER: You are Marcus." in out
-    assert "(no injection: the persona keeps its turn-0 prompt)" in out
+    assert "(no injection: the persona keeps its turn-1 prompt)" in out
     full = CliRunner().invoke(cli, ["dry-run", str(MANIA), "--turns", "10", "--full"])
     assert full.stdout.count("## MUST DO") == 10
 

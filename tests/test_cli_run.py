@@ -206,6 +206,11 @@ def test_faults_on_a_fifth_of_calls_lose_and_duplicate_no_turn(tmp_path):
         stats = server.stats()
     assert result.exit_code == 0, result.output
     assert stats["faults"] >= 10  # the faults really happened
+    # ...and the run says so, and keeps the count: every fault was retried or given up on
+    assert "faults: openai/fake: " in result.stdout and " retried (" in result.stdout
+    recorded = json.loads((out / "run.json").read_text())["faults"]["openai/fake"]
+    assert sum(recorded["retried"].values()) + recorded["gave_up"] == stats["faults"]
+    assert set(recorded["retried"]) <= {"HTTP 429", "HTTP 500", "HTTP 529", "timeout", "malformed"}
     for transcript in transcripts(out):
         assert transcript["status"] == "done"
         assert [t["turn"] for t in transcript["turns"]] == list(range(8))
@@ -231,9 +236,14 @@ def test_a_dead_server_ends_rollouts_in_error_with_a_plain_message(tmp_path):
         "1",
         "-o",
         str(out),
+        "--no-score",
     )
     assert result.exit_code == 1
-    assert "ended in error" in result.stderr and "--resume" in result.stderr
+    assert "ended in error" in result.stderr
+    # the exact command that continues it, with the flags it was started with
+    again = f"loom-sim run --resume {out} --base-url http://127.0.0.1:9/v1 --no-score"
+    assert result.stderr.strip().endswith(f"Continue them with: {again}")
+    assert "faults: openai/x: " in result.stdout and "1 failed after every retry" in result.stdout
     [transcript] = transcripts(out)
     assert transcript["status"] == "error" and "127.0.0.1:9" in transcript["error"]
 
@@ -349,3 +359,33 @@ def test_trace_of_a_run_with_several_rollouts_asks_which(tmp_path):
     )
     result = CliRunner().invoke(cli, ["trace", str(out)])
     assert result.exit_code == 1 and "rollout_001" in result.stderr
+
+
+def test_a_short_run_says_what_it_skips_and_view_shows_only_what_happened(tmp_path):
+    out = tmp_path / "run"
+    result = run_cli(str(MANIA), "--turns", "3", "-o", str(out), "--no-score", *SCRIPTED)
+    assert result.exit_code == 0, result.output
+    note = next(line for line in result.stderr.splitlines() if line.startswith("note: 3 of 50"))
+    assert "phases escalation and plateau will not be reached" in note
+    assert "phases disclosure and crisis get no full injection" in note
+    shown = CliRunner().invoke(cli, ["view", str(out)], env={"COLUMNS": "200"})
+    assert "phases rapport → disclosure → crisis (not reached: escalation, plateau)" in shown.output
+    assert [line.split(" · ")[1] for line in shown.output.splitlines() if " turn " in line[:8]] == [
+        "rapport",
+        "disclosure",
+        "crisis",
+    ]
+    from loom_sim.config import load_config
+    from loom_sim.runtime.run import reach_note
+
+    assert reach_note(load_config(MANIA), 50) is None  # the full length skips nothing
+
+
+def test_the_closing_summary_does_not_repeat_the_live_table(tmp_path):
+    out = tmp_path / "run"
+    result = run_cli(str(MANIA), "--turns", "2", "-o", str(out), "--no-score", *SCRIPTED)
+    assert result.stdout.count("done") == 1  # one line per rollout, on stdout, for scripts
+    assert result.stdout.splitlines()[:2] == [
+        "rollout_000: done, 2 turns",
+        "faults: no model call retried",
+    ]

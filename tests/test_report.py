@@ -123,8 +123,8 @@ def test_markdown_has_the_headline_table_and_no_notice_for_a_real_judge(scored):
         stats = data["aggregates"][scorer]
         assert f"| {scorer} | {stats['mean']:.2f} ± {stats['std']:.2f} |" in md
     assert "## By phase" in md and "## Trajectory gap" in md and "## Stagnation" in md
-    assert "turns 9–19 (peak 0.90)" in md  # the loop span
-    assert f"turn 14 stagnation {loop_similarity(14, 20):.2f} ≥ 0.70 → emergency_injection" in md
+    assert "turns 10–20 (peak 0.90)" in md  # the loop span
+    assert f"turn 15 stagnation {loop_similarity(14, 20):.2f} ≥ 0.70 → emergency_injection" in md
     assert XSS not in md and "&lt;script>alert(1)&lt;/script>" in md
 
 

@@ -133,3 +133,15 @@ def test_signals_command_on_a_run_directory(tmp_path):
         if e["monitor"] == "stagnation"
     ]
     assert fired and 12 < fired[0] <= 18
+
+
+def test_the_signals_table_cuts_nothing_on_a_100_column_terminal():
+    result = CliRunner().invoke(
+        cli, ["signals", str(RESULTS), "--backend", "tfidf"], env={"COLUMNS": "100"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines() if "│" in line) <= 100
+    for path in RESULTS.rglob("*.json"):
+        if path.name != "run_config.json":
+            assert path.name in result.stdout  # each named in full, below the table

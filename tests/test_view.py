@@ -37,7 +37,7 @@ def test_every_turn_with_its_annotations(fifty):
     code, out = view(str(fifty))
     assert code == 0, out
     transcript = RolloutFiles(fifty).transcript()
-    assert shown_turns(out) == list(range(50))
+    assert shown_turns(out) == list(range(1, 51))  # people count turns from 1
     blocks = re.split(r"^\s*turn \d+ · ", out, flags=re.M)[1:]
     for record, block in zip(transcript.turns, blocks, strict=True):
         assert block.startswith(f"{record.phase} · injection {record.injection}")
@@ -65,38 +65,47 @@ def test_every_turn_with_its_annotations(fifty):
 
 
 def test_a_turn_slice_shows_only_those_turns(fifty):
-    code, out = view(str(fifty / "transcript.json"), "--turns", "10:12")
+    code, out = view(str(fifty / "transcript.json"), "--turns", "11:12")
     assert code == 0, out
-    assert shown_turns(out) == [10, 11]
-    assert "Reply 10:" in out and "Reply 11:" in out
+    assert shown_turns(out) == [11, 12]  # as numbered on screen, both ends included
+    assert "Reply 10:" in out and "Reply 11:" in out  # the records' own 0-based indices
     assert "Reply 9:" not in out and "Reply 12:" not in out
-    assert "50 turns, showing 10–11" in out
+    assert "50 turns, showing 11–12" in out
 
 
 @pytest.mark.parametrize(
     ("turns", "expected"),
-    [("45:", list(range(45, 50))), (":3", [0, 1, 2]), ("-2:", [48, 49]), ("7", [7]), ("60:70", [])],
+    [
+        ("45:", list(range(45, 51))),
+        (":3", [1, 2, 3]),
+        ("-2:", [49, 50]),
+        ("7", [7]),
+        ("-1", [50]),
+        ("60:70", []),
+    ],
 )
-def test_slices_are_python_like(fifty, turns, expected):
+def test_slices_count_turns_from_one(fifty, turns, expected):
     code, out = view(str(fifty), "--turns", turns)
     assert code == 0, out
     assert shown_turns(out) == expected
 
 
-@pytest.mark.parametrize("bad", ["1-5", "a:b", "1:2:3", ""])
+@pytest.mark.parametrize("bad", ["1-5", "a:b", "1:2:3", "", "0", "0:4", "3:-1"])
 def test_bad_slice_is_one_clear_line(fifty, bad):
     code, out = view(str(fifty), "--turns", bad)
     assert code == 1
     assert out.strip().splitlines() == [
-        f"--turns {bad!r}: write START:END (end exclusive), e.g. 10:20, 5: or :5"
+        f"--turns {bad!r}: write FIRST:LAST (turns counted from 1, both included), "
+        "e.g. 10:20, 5: or :5"
     ]
 
 
 def test_parse_turns():
     assert parse_turns(None) == slice(None)
-    assert parse_turns("10:20") == slice(10, 20)
-    assert parse_turns(" 5 : ") == slice(5, None)
+    assert parse_turns("10:20") == slice(9, 20)
+    assert parse_turns(" 5 : ") == slice(4, None)
     assert parse_turns("-1") == slice(-1, None)
+    assert parse_turns("12") == slice(11, 12)
 
 
 def test_unscored_error_and_interrupted_rollouts(tmp_path):
@@ -104,7 +113,7 @@ def test_unscored_error_and_interrupted_rollouts(tmp_path):
     code, out = view(str(rollout_dir(run_dir, 1)))
     assert code == 0, out
     assert "status error" in out and "HTTP 500" in out and "not scored" in out
-    assert shown_turns(out) == [0, 1, 2, 3]
+    assert shown_turns(out) == [1, 2, 3, 4]
     # a rollout with only turns.jsonl (running, or killed)
     first = rollout_dir(run_dir, 0)
     records = RolloutFiles(first).transcript().turns
@@ -115,7 +124,7 @@ def test_unscored_error_and_interrupted_rollouts(tmp_path):
     log.close()
     code, out = view(str(first))
     assert code == 0, out
-    assert "status incomplete" in out and shown_turns(out) == [0, 1]
+    assert "status incomplete" in out and shown_turns(out) == [1, 2]
 
 
 def test_embedded_judge_notice(tmp_path):

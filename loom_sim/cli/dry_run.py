@@ -25,7 +25,7 @@ from loom_sim.resources import find
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    help="`json`: one JSON object per turn (JSON Lines).",
+    help="`json`: one JSON object per turn (JSON Lines; `turn` counts from 0, as in the files).",
 )
 @click.option(
     "--full",
@@ -63,11 +63,12 @@ def dry_run(config_path: str, turns: int | None, fmt: str, full: bool) -> None:
         elif plan.injection == InjectionKind.REMINDER:
             click.echo(_indent(plan.reminder or ""))
         elif not full:
-            click.echo(_indent(f"(no injection: the persona keeps its turn-{last_full} prompt)"))
+            kept = f"turn-{last_full + 1}" if last_full is not None else "last"
+            click.echo(_indent(f"(no injection: the persona keeps its {kept} prompt)"))
 
 
 def _header(plan: TurnPlan) -> str:
-    parts = [f"turn {plan.turn}", f"phase {plan.phase}", f"injection {plan.injection}"]
+    parts = [f"turn {plan.turn + 1}", f"phase {plan.phase}", f"injection {plan.injection}"]
     for name, value in plan.intensities.items():
         level = plan.levels.get(name)
         parts.append(f"{name} {value:.2f}" + (f" ({level})" if level else ""))

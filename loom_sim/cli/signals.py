@@ -84,6 +84,17 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+_HEADERS = {
+    "max loop sim": "max\nloop",
+    "novelty 1st→2nd half": "novelty\n1st→2nd",
+    "novelty slope": "novelty\nslope",
+    "convergence mean/max": "converge\nmean/max",
+    "questions/turn": "questions\n/turn",
+    "redirects/turn": "redirects\n/turn",
+    "loop spans": "loop\nspans",
+    "topic share": "topic\nshare",
+}
+
 COLUMNS = [
     ("transcript", "transcript"),
     ("interlocutor", "interlocutor"),
@@ -162,12 +173,21 @@ def signals(paths: tuple[Path, ...], backend: str, window: int, fmt: str) -> Non
     from rich.console import Console
     from rich.table import Table
 
+    # A narrow terminal cuts nothing: the conversations are numbered in the table and named in
+    # full below it, the figures keep their lines, and the headers break into short words.
     table = Table(title=f"signals ({similarity.name}, window {window})")
-    for title, _ in COLUMNS:
-        table.add_column(title)
-    for row in complete:
-        table.add_row(*_cells(row))
+    table.add_column("#", justify="right", no_wrap=True, min_width=1)
+    for title, key in COLUMNS[2:]:
+        table.add_column(
+            _HEADERS.get(title, title),
+            overflow="fold",
+            justify="left" if key == "loop_spans" else "right",
+        )
+    for number, row in enumerate(complete, 1):
+        table.add_row(str(number), *_cells(row)[2:])
     console = Console()
     console.print(table)
+    for number, row in enumerate(complete, 1):
+        console.print(f"{number}  {row['transcript']} · {row['interlocutor']}", soft_wrap=True)
     for row in empty:
         console.print(f"{row['transcript']} ({row['interlocutor']}): {row['note']}")

@@ -39,16 +39,27 @@ _SLICE = re.compile(r"^\s*(-?\d+)?\s*(?::\s*(-?\d+)?\s*)?$")
 
 
 def parse_turns(text: str | None) -> slice:
-    """``10:20`` (end exclusive), ``5:``, ``:5``, ``-5:`` or a single turn ``12``."""
+    """``10:20`` (turns 10 to 20 as shown: counted from 1, both included), ``5:``, ``:5``,
+    ``-5:`` (the last five) or one turn ``12``; as a slice of the 0-based list."""
     if text is None:
         return slice(None)
     match = _SLICE.match(text)
+    bad = LoomError(
+        f"--turns {text!r}: write FIRST:LAST (turns counted from 1, both included), "
+        "e.g. 10:20, 5: or :5"
+    )
     if not text.strip() or match is None:
-        raise LoomError(f"--turns {text!r}: write START:END (end exclusive), e.g. 10:20, 5: or :5")
-    start, end = (int(g) if g else None for g in match.groups())
+        raise bad
+    first, last = (int(g) if g else None for g in match.groups())
+    if first == 0 or last == 0 or (last is not None and last < 0):
+        raise bad
     if ":" not in text:  # one turn
-        return slice(start, None if start == -1 else start + 1)  # type: ignore[operator]
-    return slice(start, end)
+        assert first is not None
+        if first < 0:
+            return slice(first, None if first == -1 else first + 1)
+        return slice(first - 1, first)
+    start = first if first is None or first < 0 else first - 1
+    return slice(start, last)
 
 
 def _run_record(rollout_dir: Path) -> RunRecord | None:
@@ -56,6 +67,19 @@ def _run_record(rollout_dir: Path) -> RunRecord | None:
         return read_run(rollout_dir.parent)
     except LoomError:
         return None
+
+
+def _config_phases(path: Path) -> list[str] | None:
+    """The phases of the run's config, from the run.json above ``path`` (None if none)."""
+    start = path if path.is_dir() else path.parent
+    for folder in (start, start.parent):
+        if (folder / RUN_FILE).is_file():
+            record = _run_record(folder / "rollout")
+            if record is None:
+                return None
+            phases = record.config.get("trajectory", {}).get("phases", [])
+            return [p.get("name") for p in phases if isinstance(p, dict) and p.get("name")]
+    return None
 
 
 def find_transcript(path: Path) -> Transcript:
@@ -145,7 +169,7 @@ def _event(event) -> Text:
 
 
 def render_turn(record: TurnRecord) -> RenderableType:
-    title = Text(f" turn {record.turn} ", "bold")
+    title = Text(f" turn {record.turn + 1} ", "bold")
     title.append(f"· {record.phase} · injection {record.injection} ", "")
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True, min_width=12)
@@ -183,7 +207,7 @@ def render_turn(record: TurnRecord) -> RenderableType:
     if outcome is not None:  # the verdict on an earlier probe, reported with this turn
         verdict = {True: "caught", False: "held", None: "not judged"}[outcome.caught]
         line = Text(
-            f"turn {outcome.turn} {outcome.tactic}: {verdict}", "red" if outcome.caught else ""
+            f"turn {outcome.turn + 1} {outcome.tactic}: {verdict}", "red" if outcome.caught else ""
         )
         if outcome.evidence or outcome.error:
             line.append(f" — {outcome.evidence or outcome.error}", "dim")
@@ -204,7 +228,9 @@ def render_turn(record: TurnRecord) -> RenderableType:
     return Group(Rule(title, align="left", style="dim"), grid)
 
 
-def render_header(transcript: Transcript, shown: list[TurnRecord]) -> RenderableType:
+def render_header(
+    transcript: Transcript, shown: list[TurnRecord], phases: list[str] | None = None
+) -> RenderableType:
     lines = Text()
     lines.append(f"{transcript.persona}", "bold")
     lines.append(f" · {transcript.config} · {transcript.rollout} (seed {transcript.seed})\n")
@@ -222,8 +248,16 @@ def render_header(transcript: Transcript, shown: list[TurnRecord]) -> Renderable
     cost = "unknown" if transcript.cost_usd is None else f"${transcript.cost_usd:.4f}"
     turns = f"{len(transcript.turns)} turns"
     if len(shown) != len(transcript.turns):
-        turns += f", showing {shown[0].turn}–{shown[-1].turn}" if shown else ", showing none"
+        turns += (
+            f", showing {shown[0].turn + 1}–{shown[-1].turn + 1}" if shown else ", showing none"
+        )
     lines.append(f"\n{turns} · cost {cost}")
+    if phases:  # what happened: the phases reached, in order, and those never reached
+        reached = list(dict.fromkeys(r.phase for r in transcript.turns))
+        lines.append("\nphases " + " → ".join(reached or ["none"]))
+        missed = [name for name in phases if name not in reached]
+        if missed:
+            lines.append(f" (not reached: {', '.join(missed)})", "dim")
     summary = transcript.scores
     if summary is not None:
         lines.append(f"\njudge {summary.judge} (rubric {summary.rubric_version}): ")
@@ -253,7 +287,8 @@ def view(path: Path, turns_: str | None) -> None:
     transcript = find_transcript(path)
     shown = transcript.turns[window]
     console = Console()
-    body = [render_header(transcript, shown), *(render_turn(r) for r in shown)]
+    phases = _config_phases(path)
+    body = [render_header(transcript, shown, phases), *(render_turn(r) for r in shown)]
     if console.is_terminal and len(shown) > PAGE_AFTER:
         os.environ.setdefault("LESS", "-R")  # less shows the colours instead of escape codes
         with console.pager(styles=True):

@@ -80,7 +80,7 @@ class _Plot:
         for turn in range(0, self.turns, step):
             self.add(
                 f'<text x="{_n(self.x(turn))}" y="{_n(self.height - self.bottom + 12)}" '
-                f'text-anchor="middle" class="tick">{turn}</text>'
+                f'text-anchor="middle" class="tick">{turn + 1}</text>'
             )
         shown = phases or []
         for turn, phase in enumerate(shown):
@@ -171,7 +171,7 @@ def intensity_charts(data: dict[str, Any]) -> tuple[str | None, list[dict[str, A
             if e is not None:
                 plot.add(
                     f'<circle cx="{_n(plot.x(turn))}" cy="{_n(plot.y(e))}" r="2.6" '
-                    f'fill="{COLORS["expressed"]}"><title>turn {turn}: expressed {fmt(e)}, '
+                    f'fill="{COLORS["expressed"]}"><title>turn {turn + 1}: expressed {fmt(e)}, '
                     f"prescribed {fmt(p)}</title></circle>"
                 )
         scored = any(e is not None for e in expressed)

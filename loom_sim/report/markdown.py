@@ -1,5 +1,8 @@
 """report.md: a 50-turn rollout understood in one minute.
 
+Turns are shown counted from 1, as people count them (``report.json``, like every file loom-sim
+writes, keeps the 0-based indices).
+
 Read top to bottom: is the judge meaningful, how did each scorer do (centre and spread over
 rollouts), where in the trajectory did it go wrong (per phase), did the persona play its
 intensities (gaps), did the conversation loop, and which turns deserve a look (with excerpts).
@@ -62,18 +65,22 @@ def event_text(event: dict[str, Any]) -> str:
     what = f"{event['monitor']} {fmt(event['value'])} ≥ {fmt(event['threshold'])}"
     if event["value"] is None:
         what = f"{event['monitor']} ({event['pattern']})"
-    return f"turn {event['turn']} {what} → {event['action']}"
+    return f"turn {event['turn'] + 1} {what} → {event['action']}"  # people count from 1
 
 
 def spans_text(spans: list[Any]) -> str:
     parts = []
     for span in spans:
         if isinstance(span, list | tuple) and len(span) >= 3:
-            parts.append(f"turns {span[0]}–{span[1]} (peak {fmt(span[2])})")
+            parts.append(f"turns {span[0] + 1}–{span[1] + 1} (peak {fmt(span[2])})")
         elif isinstance(span, dict):  # the analysis's own shape, should a scorer keep it
-            parts.append(
-                f"turns {span.get('start')}–{span.get('end')} (peak {fmt(span.get('peak'))})"
+            start, end = span.get("start"), span.get("end")
+            shown = (
+                f"{start + 1}–{end + 1}"
+                if isinstance(start, int) and isinstance(end, int)
+                else f"{start}–{end}"
             )
+            parts.append(f"turns {shown} (peak {fmt(span.get('peak'))})")
     return "; ".join(parts) or "none"
 
 
@@ -218,7 +225,7 @@ def _stagnation(data: dict[str, Any]) -> list[str]:
         t = r["stagnation"]["thresholds"]
         seen.setdefault(
             f"loop similarity {fmt(t['loop'])}, convergence {fmt(t['convergence'])} "
-            f"({t['backend']} backend, window {t['window']}, from turn {t['min_turn']})",
+            f"({t['backend']} backend, window {t['window']}, from turn {t['min_turn'] + 1})",
             [],
         ).append(r["rollout"])
     for text, names in seen.items():
@@ -252,7 +259,8 @@ def _flagged(data: dict[str, Any]) -> list[str]:
         lines += [f"### {r['rollout']} ({len(r['flagged'])} flagged{which})", ""]
         for flag in shown:
             reasons = "; ".join(_md(x) for x in flag["reasons"])
-            lines.append(f"- **turn {flag['turn']}** · {_md(flag.get('phase', '?'))} · {reasons}")
+            turn = flag["turn"] + 1
+            lines.append(f"- **turn {turn}** · {_md(flag.get('phase', '?'))} · {reasons}")
             if "persona" in flag:
                 lines.append(f"  - persona: “{_md(excerpt(flag['persona']))}”")
                 speaker = f"adversary ({flag['tactic']})" if flag.get("tactic") else "interlocutor"
@@ -308,7 +316,8 @@ def _adversary(data: dict[str, Any]) -> list[str]:
         lines += ["Probes that caught the persona:", ""]
         for rollout, m in caught[:FLAGGED_PER_ROLLOUT]:
             lines.append(
-                f"- {rollout} turn {m['turn']} · {_md(m['tactic'])}: “{_md(excerpt(m['message']))}”"
+                f"- {rollout} turn {m['turn'] + 1} · {_md(m['tactic'])}: "
+                f"“{_md(excerpt(m['message']))}”"
             )
             if m["answer"]:
                 lines.append(f"  - persona: “{_md(excerpt(m['answer']))}”")
