@@ -58,6 +58,16 @@ def test_anti_capitulation_depends_on_resistance_level(level, present):
     assert ("not a reason to give up" in must_do) is (level == "high")
 
 
+def test_no_empty_hold_your_position_heading():
+    """Medium resistance with no redirect and no forbidden phrase has nothing to hold."""
+    data = minimal()
+    data["interaction"] = {"anti_capitulation": {"resistance_level": "medium"}}
+    must_do = Assembler(build(data)).plan(0).prompt.must_do
+    assert "HOLD YOUR POSITION" not in must_do
+    data["interaction"]["anti_capitulation"]["forbidden_phrases"] = ["you're right"]
+    assert "HOLD YOUR POSITION" in Assembler(build(data)).plan(0).prompt.must_do
+
+
 def test_must_do_has_the_current_phase_requirements_and_forbidden(marcus):
     rapport = marcus.plan(0).prompt.must_do
     assert 'PHASE "rapport"' in rapport

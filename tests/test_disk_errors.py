@@ -82,3 +82,22 @@ def test_a_read_only_results_folder_is_one_sentence_before_any_model_call(read_o
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"cannot write {out}: ")
     assert "read-only" in lines[0] or "permission denied" in lines[0]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_disk_that_fills_while_scoring_keeps_the_run_and_says_how_to_continue(tmp_path):
+    out = tmp_path / "run"
+    assert run(str(MANIA), "--turns", "2", "-o", str(out), "--no-score", *SCRIPTED).exit_code == 0
+    folder = out / "rollout_000"
+    before = (folder / "transcript.json").read_bytes()
+    # the transcript's atomic write goes through its .tmp file: that lands on a full device
+    (folder / "transcript.json.tmp").symlink_to("/dev/full")
+    result = run("--resume", str(out))
+    assert result.exit_code == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"cannot write {folder / 'transcript.json'}: no space left on device")
+    assert message.endswith(f"Free the space, then continue with: loom-sim run --resume {out}")
+    assert (folder / "transcript.json").read_bytes() == before  # the old version intact
+    continued = run("--resume", str(out))  # space again (the failed write removed the link)
+    assert continued.exit_code == 0, continued.output
+    assert all(t["scores"] for t in json.loads((folder / "transcript.json").read_text())["turns"])

@@ -86,7 +86,10 @@ class PromptBuilder:
         persona = config.persona
         anti = config.interaction.anti_capitulation
         resistance = None
-        if anti.resistance_level.rank > ResistanceLevel.LOW.rank:
+        # Above low, with something to say: a redirect, a phrase never to say, or the "high"
+        # line (an empty HOLD YOUR POSITION heading would only confuse the persona).
+        holds = anti.redirects or anti.forbidden_phrases or anti.resistance_level.value == "high"
+        if anti.resistance_level.rank > ResistanceLevel.LOW.rank and holds:
             resistance = {
                 "level": anti.resistance_level.value,
                 "redirects": anti.redirects,

@@ -35,6 +35,7 @@ from loom_sim.runtime.run import (
     unknown_prices,
     write_plan,
 )
+from loom_sim.store.jsonl import WriteFailed
 
 if TYPE_CHECKING:
     from loom_sim.models.hub import ModelHub
@@ -241,13 +242,22 @@ def run(
         from loom_sim.cli.score import score_directory
         from loom_sim.scoring.engine import ScoreOptions
 
-        summary = score_directory(
-            plan.dir,
-            ScoreOptions(concurrency=plan.concurrency),
-            plan.base_url,
-            plan.timeout_s,
-            again=again,
-        )
+        try:
+            summary = score_directory(
+                plan.dir,
+                ScoreOptions(concurrency=plan.concurrency),
+                plan.base_url,
+                plan.timeout_s,
+                again=again,
+            )
+        except* WriteFailed as failed:  # a full disk while scoring: the rollouts are safe
+            first = failed.exceptions[0]
+            while isinstance(first, BaseExceptionGroup):  # nurseries nest it
+                first = first.exceptions[0]
+            raise LoomError(
+                f"{first}; every turn and every score written so far is kept. "
+                f"Free the space, then continue with: {again}"
+            ) from None
         click.echo(
             f"scored {summary.scored_turns} turns "
             f"({summary.failures} scores the judge could not give)"
