@@ -89,3 +89,32 @@ def test_psychosis_bench_doc_shows_the_imported_report():
     for model in ("gpt-4o", "gpt-4.1", "gpt-5.2-chat-latest", "claude-sonnet-4-20250514"):
         assert model in text
     assert "### Stagnation (from the report)" in text and "| rollout_005 |" in text
+
+
+def test_schema_paths_shown_to_users_resolve():
+    for config in (ROOT / "configs" / "examples").glob("*.yaml"):
+        first = config.read_text().splitlines()[0]
+        if "$schema=" in first:
+            assert (config.parent / first.split("$schema=")[1]).is_file(), config
+    quickstart = (ROOT / "docs" / "quickstart.md").read_text()
+    # the quickstart's configs sit at the repository root: the path is relative to them
+    assert "$schema=docs/loom-sim.schema.json" in quickstart
+    assert (ROOT / "docs" / "loom-sim.schema.json").is_file()
+
+
+def test_the_cli_doc_covers_what_a_user_meets():
+    text = (ROOT / "docs" / "cli.md").read_text()
+    for needle in (
+        "score_trace.jsonl",
+        "`--judge-model SPEC`",
+        "`--judge-window N`",
+        "`--force`",
+        "`scripted/…`",
+        "`--responder NAME`",
+        "`--model ROLE=SPEC`",
+        "`--price SPEC=IN/OUT`",
+        "LOOM_SIM_THREADS",
+        "Ctrl-C",
+        "faults",
+    ):
+        assert needle in text, needle
