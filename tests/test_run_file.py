@@ -85,3 +85,19 @@ def test_the_record_round_trips(v1_run):
     record = read_run(v1_run)
     again = msgspec.json.decode(msgspec.json.encode(record.data()), type=RunRecord)
     assert again.data() == record.data()
+
+
+def test_a_run_file_from_before_faults_loads_and_takes_them(v1_run):
+    from loom_sim.models.retry import AttemptFailed, Faults
+
+    assert "faults" not in json.loads((v1_run / "run.json").read_text())
+    record = read_run(v1_run)
+    assert record.faults == {}
+    faults = Faults()
+    faults.retry("openai/x", AttemptFailed("HTTP 429 (rate limited)"))
+    faults.retry("openai/x", AttemptFailed("no answer within 5 s", kind="timeout"))
+    faults.give_up("openai/x")
+    record.add_faults(faults)
+    record.add_faults(faults)  # a second session adds up
+    data = record.data()["faults"]["openai/x"]
+    assert data == {"retried": {"HTTP 429": 2, "timeout": 2}, "gave_up": 2}
