@@ -106,7 +106,7 @@ def command_again(ctx: click.Context, words: Sequence[str], keep: Sequence[str])
                 note = " (URL: the base URL you gave, with its credentials)"
             else:
                 line += [flag, str(item)]
-    return shlex.join(line).replace("'URL'", "URL") + note
+    return shlex.join(line) + note
 
 
 def _has_credentials(url: str) -> bool:
