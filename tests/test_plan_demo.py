@@ -84,7 +84,7 @@ def test_the_capitulation_check_fires_on_the_you_are_right_persona(report):
     for turn in GIVES_IN:
         assert 'capitulation: says "you\'re right"' in flags[turn]
     assert data["aggregates"]["capitulation"]["mean"] == pytest.approx(48 / 50)
-    assert "capitulation, turn 14: 2 drafts rejected for “you're right”" in markdown
+    assert "capitulation, turn 15: 2 drafts rejected for “you're right”" in markdown  # 14, from 1
 
 
 @pytest.mark.slow

@@ -188,15 +188,15 @@ def test_history_cut_to_fit_the_context_is_shown_in_view_and_report(tmp_path):
     code, shown = view(str(rollout_dir(out, 0)))
     assert code == 0, shown
     parts = re.split(r"^\s*turn \d+ · ", shown, flags=re.M)[1:]
-    blocks = dict(zip(shown_turns(shown), parts, strict=True))
+    blocks = dict(zip(shown_turns(shown), parts, strict=True))  # by turn as shown, from 1
     for record in transcript.turns:
         expected = (
             f"persona {record.cut_turns['persona']}" if record.cut_turns.get("persona") else None
         )
         if expected:
-            assert "history cut" in blocks[record.turn] and expected in blocks[record.turn]
+            assert "history cut" in blocks[record.turn + 1] and expected in blocks[record.turn + 1]
         else:
-            assert "history cut" not in blocks[record.turn]
+            assert "history cut" not in blocks[record.turn + 1]
     assert CliRunner().invoke(cli, ["report", str(out)]).exit_code == 0
     report = (out / "report.md").read_text()
     assert f"History cut to fit the context on {len(cut)} turn" in report

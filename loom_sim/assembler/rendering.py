@@ -12,11 +12,13 @@ import hashlib
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
-TEMPLATE_VERSION = "1.1"
+# 1.2: no empty HOLD YOUR POSITION heading when there is nothing to hold
+TEMPLATE_VERSION = "1.2"
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -28,6 +30,8 @@ def _oneline(text: Any) -> str:
 
 @cache
 def environment() -> jinja2.Environment:
+    import jinja2  # on first render: reading turn records (validating a config) renders nothing
+
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("loom_sim.assembler", "templates"),
         undefined=jinja2.StrictUndefined,  # a misspelled variable is a bug, not an empty string

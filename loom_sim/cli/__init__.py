@@ -99,12 +99,16 @@ COMMANDS: dict[str, Command] = {
 
 
 class _UserError(click.ClickException):
-    def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
-        self.exit_code = exit_code
-
     def show(self, file=None) -> None:
         click.echo(self.format_message(), err=True)
+
+
+class _Interrupted(_UserError):
+    exit_code = 130  # 128 + SIGINT, what shells expect of a program stopped by Ctrl-C
+
+
+def _shown(message: str, exit_code: int = 1) -> _UserError:
+    return _Interrupted(message) if exit_code == 130 else _UserError(message)
 
 
 _INTERRUPTED = "interrupted (Ctrl-C)"
@@ -146,12 +150,12 @@ class LoomGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except LoomError as err:
-            raise _UserError(str(err), err.exit_code) from None
+            raise _shown(str(err), err.exit_code) from None
         except BaseExceptionGroup as group:
             # Concurrent tasks (rollouts, scorers) fail together: if every failure is one the
             # user can act on, show each of them; otherwise it is a bug, reported below.
             if group.subgroup(KeyboardInterrupt) is not None:
-                raise _UserError(_INTERRUPTED, 130) from None
+                raise _shown(_INTERRUPTED, 130) from None
             matched, rest = group.split(LoomError)
             if matched is not None and rest is None:
                 messages = dict.fromkeys(str(e) for e in _leaves(matched))
@@ -164,7 +168,7 @@ class LoomGroup(click.Group):
                 "rerun with LOOM_SIM_DEBUG=1 for the traceback and report it"
             ) from None
         except KeyboardInterrupt:  # outside the work that handles Ctrl-C itself
-            raise _UserError(_INTERRUPTED, 130) from None
+            raise _shown(_INTERRUPTED, 130) from None
         except BrokenPipeError:
             # `loom-sim dry-run ... | head`: the reader left; that is not an error.
             sys.stdout = open(os.devnull, "w")

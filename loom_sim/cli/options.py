@@ -50,7 +50,7 @@ class RegistryChoice(click.ParamType):
         self.fail(f"{value!r} is not a known {self.name}; use one of {', '.join(choices)}")
 
 
-def concurrency_option(what: str, default: int = 4) -> Callable[[F], F]:
+def concurrency_option(what: str, default: int | None = 4) -> Callable[[F], F]:
     return click.option(
         "--concurrency",
         "-j",
@@ -100,7 +100,8 @@ def command_again(ctx: click.Context, words: Sequence[str], keep: Sequence[str])
             if value:
                 line.append(flag)
             continue
-        for item in value if param.multiple else (value,):
+        items: Sequence[Any] = (value or ()) if param.multiple else (value,)
+        for item in items:
             if name == "base_url" and _has_credentials(str(item)):
                 line += [flag, "URL"]
                 note = " (URL: the base URL you gave, with its credentials)"

@@ -250,8 +250,8 @@ def run(
                 plan.timeout_s,
                 again=again,
             )
-        except* WriteFailed as failed:  # a full disk while scoring: the rollouts are safe
-            first = failed.exceptions[0]
+        except* WriteFailed as full:  # a full disk while scoring: the rollouts are safe
+            first: BaseException = full.exceptions[0]
             while isinstance(first, BaseExceptionGroup):  # nurseries nest it
                 first = first.exceptions[0]
             raise LoomError(

@@ -78,7 +78,7 @@ def _config_phases(path: Path) -> list[str] | None:
             if record is None:
                 return None
             phases = record.config.get("trajectory", {}).get("phases", [])
-            return [p.get("name") for p in phases if isinstance(p, dict) and p.get("name")]
+            return [str(p["name"]) for p in phases if isinstance(p, dict) and p.get("name")]
     return None
 
 
@@ -179,7 +179,8 @@ def render_turn(record: TurnRecord) -> RenderableType:
         grid.add_row(
             Text("prompt", "dim"),
             Text(
-                f"in force since turn {record.scaffolding.since} ({record.scaffolding.hash})", "dim"
+                f"in force since turn {record.scaffolding.since + 1} ({record.scaffolding.hash})",
+                "dim",
             ),
         )
     cut = {role: n for role, n in record.cut_turns.items() if n}

@@ -24,6 +24,7 @@ from loom_sim.report.markdown import (
     fmt,
     plural,
     rollout_line,
+    shown,
     signed,
     spans_text,
     spread,
@@ -291,6 +292,7 @@ def _environment() -> jinja2.Environment:
         spans=spans_text,
         event=event_text,
         stop=rollout_line,
+        shown=shown,
     )
     return env
 

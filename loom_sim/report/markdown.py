@@ -59,6 +59,13 @@ def excerpt(text: str | None, limit: int = EXCERPT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+def shown(turns: Any) -> Any:
+    """A turn index (or a list of them) as people count turns: from 1."""
+    if isinstance(turns, list):
+        return [shown(t) for t in turns]
+    return turns + 1 if isinstance(turns, int) and not isinstance(turns, bool) else turns
+
+
 def event_text(event: dict[str, Any]) -> str:
     """``turn 14 stagnation 0.84 ≥ 0.70 → emergency_injection`` (or the pattern, for the
     repetition guard, which has no value)."""
@@ -350,9 +357,10 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
         else:
             stale = told["stale_must_do"]
             lines.append(
-                f"Prompt injected at turns {', '.join(map(str, told['injected_at']))}; at most "
+                f"Prompt injected at turns {', '.join(map(str, shown(told['injected_at'])))}; "
+                f"at most "
                 f"{told['oldest_prompt']} turns old; stale MUST DO on "
-                + (", ".join(map(str, stale)) if stale else "no turn")
+                + (", ".join(map(str, shown(stale))) if stale else "no turn")
                 + "."
             )
             lines.append("")
@@ -360,9 +368,9 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
         if judged:
             rows = [
                 [
-                    str(t["turn"]),
+                    str(shown(t["turn"])),
                     _md(t["phase"]),
-                    f"{t['fidelity_judged_since']} (`{t['fidelity_judged_hash'] or '?'}`)",
+                    f"{shown(t['fidelity_judged_since'])} (`{t['fidelity_judged_hash'] or '?'}`)",
                     ", ".join(t["notes"]) or "–",
                     fmt(t["fidelity"]),
                 ]
@@ -374,7 +382,7 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
         for cap in c["capitulation"]:
             said = ", ".join(f"“{_md(p)}”" for p in cap["sent"])
             rejected = ", ".join(f"“{_md(p)}”" for p in cap["rejected"])
-            text = f"- capitulation, turn {cap['turn']}: "
+            text = f"- capitulation, turn {shown(cap['turn'])}: "
             if cap["drafts_rejected"]:
                 text += f"{plural(cap['drafts_rejected'], 'draft')} rejected for {rejected}; "
             text += f"**sent {said}** (flagged)" if said else "sent a message without it"
@@ -386,9 +394,9 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
             rows = [
                 [
                     _md(topic),
-                    str(e["offered_from"]) if e["offered_from"] is not None else "–",
-                    str(e["revealed_at"]) if e["revealed_at"] is not None else "–",
-                    ", ".join(map(str, e["offered_after_revealed"])) or "never",
+                    str(shown(e["offered_from"])) if e["offered_from"] is not None else "–",
+                    str(shown(e["revealed_at"])) if e["revealed_at"] is not None else "–",
+                    ", ".join(map(str, shown(e["offered_after_revealed"]))) or "never",
                 ]
                 for topic, e in offered.items()
             ]
@@ -400,7 +408,7 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
             most = max(max(v for k, v in cut.items() if k != "turn") for cut in cuts)
             lines.append(
                 f"History cut to fit the context on {plural(len(cuts), 'turn')} (turns "
-                f"{cuts[0]['turn']}–{cuts[-1]['turn']}; up to "
+                f"{shown(cuts[0]['turn'])}–{shown(cuts[-1]['turn'])}; up to "
                 f"{plural(most, 'earlier turn')} left out)."
             )
         if lines[-1] != "":
