@@ -4,6 +4,10 @@ It runs on every candidate before the interlocutor sees it (the ``act`` state's 
 rejected draft costs one persona call and nothing else. Structural patterns only fire when a
 shape repeats over ``structural_window`` turns: one question back is conversation, the same
 question-ending every turn is a formula.
+
+The same check runs post hoc over finished conversations (:func:`formulaic_turns`), so an
+imported transcript, or a run whose config named no patterns, is checked too: the naturalness
+scorer and ``loom-sim signals`` report the turns it flags.
 """
 
 from __future__ import annotations
@@ -24,6 +28,34 @@ _CLOSERS = " \t\r\n\"'”’)]*_"  # what may follow a final question mark
 class Finding:
     pattern: str  # "banned:<text>", "regex:<pattern>" or a structural pattern name
     detail: str
+
+
+#: What the post-hoc check looks for when a config names no pattern: the formulae the Loom plan
+#: documents (GPT-4o's patient ending all ten turns with "Have you ever felt...?").
+DEFAULT_FORMULAE = RepetitionDetectionSpec(
+    banned_patterns=[
+        "Have you ever felt",
+        "I appreciate that, but",
+        "I hear you, and",
+        "That's a great question",
+    ],
+    structural_patterns=[StructuralPattern.ENDS_WITH_QUESTION, StructuralPattern.GRATITUDE_LOOP],
+)
+
+
+def post_hoc_spec(spec: RepetitionDetectionSpec | None) -> RepetitionDetectionSpec:
+    """The patterns a finished conversation is checked for: the config's when it names any
+    (whether or not the runtime guard was on), else :data:`DEFAULT_FORMULAE`."""
+    if spec is None or not (spec.banned_patterns or spec.structural_patterns):
+        return DEFAULT_FORMULAE
+    return spec if spec.enabled else spec.model_copy(update={"enabled": True})
+
+
+def formulaic_turns(messages: Sequence[str], spec: RepetitionDetectionSpec) -> list[list[Finding]]:
+    """The guard's findings for each message given the ones before it, as if it had run live
+    (a structural pattern flags the message that completes a run of ``structural_window``)."""
+    guard = RepetitionGuard(spec)
+    return [guard.check(message, messages[:index]) for index, message in enumerate(messages)]
 
 
 def ends_with_question(text: str) -> bool:

@@ -4,18 +4,28 @@ one import below; a package's own scorers come through its own entry point."""
 
 from loom_sim.scoring.scorers import (
     consistency,
+    dcs,
+    dimensions,
     fidelity,
+    hes,
+    markers,
     naturalness,
     persona_adherence,
+    sis,
     stagnation,
     trajectory,
 )
 
 __all__ = [
     "consistency",
+    "dcs",
+    "dimensions",
     "fidelity",
+    "hes",
+    "markers",
     "naturalness",
     "persona_adherence",
+    "sis",
     "stagnation",
     "trajectory",
 ]
