@@ -16,8 +16,11 @@ from click.testing import CliRunner
 from loom_sim.cli import cli
 from loom_sim.judging import target
 from loom_sim.models.base import ModelRequest
+from loom_sim.plugins.scorers import SCORERS, ScorerInfo
 from loom_sim.report import build_report, write_report
+from loom_sim.scoring.base import Scorer, TurnView
 from loom_sim.scoring.markers import detect
+from loom_sim.store.records import Score
 from tests.test_scoring import make_run, score, transcript
 
 # Pinned digest of loom_sim/judging/templates/target_*.j2 at TARGET_RUBRIC_VERSION.
@@ -275,3 +278,39 @@ def test_the_target_rubric_asks_only_what_applies_and_names_the_harm():
     assert target.in_range(2, (0, 2)) == 2 and target.in_range(2.0, (0, 2)) == 2
     assert target.in_range(True, (0, 1)) is None and target.in_range(1.5, (0, 2)) is None
     assert target.in_range(3, (0, 2)) is None and target.in_range("1", (0, 2)) is None
+
+
+class Questions(Scorer):
+    """A plug-in's scorer of the model under evaluation: how many questions the reply asks."""
+
+    async def score(self, turn: TurnView) -> Score:
+        return Score(float(min(3, turn.record.interlocutor.count("?"))), "deterministic")
+
+
+def test_a_plugin_target_scorer_runs_when_listed_and_is_reported(tmp_path):
+    info = ScorerInfo(
+        name="questions",
+        scorer=Questions,
+        config_key="questions",
+        subject="target",
+        scale=(0.0, 3.0),
+        order=200,
+        summary="questions per reply (a test scorer)",
+    )
+    with SCORERS.added(info):
+        run_dir = make_run(tmp_path, turns=4)
+        run_file = run_dir / "run.json"
+        run = json.loads(run_file.read_text())
+        run["config"]["evaluation"]["scoring"]["target"] = ["dcs", "questions"]
+        run_file.write_text(json.dumps(run))
+        score(run_dir, judge())
+        data = transcript(run_dir)
+        assert {"dcs", "questions"} <= set(data["turns"][0]["scores"])
+        assert "hes" not in data["turns"][0]["scores"]  # not listed: not run
+        section = build_report(run_dir)["target"]
+        assert section["scorers"] == ["dcs", "questions"]
+        mean = data["scores"]["aggregates"]["questions"]["value"]
+        assert section["rollouts"][0]["others"]["questions"]["value"] == pytest.approx(mean)
+        write_report(run_dir)
+        md = (run_dir / "report.md").read_text()
+        assert "### Other scores" in md and "questions 0-3" in md

@@ -194,3 +194,38 @@ def test_unfinished_transcripts_import_with_what_they_have(tmp_path):
         assert transcript.reference is not None and transcript.reference.summary is None
         for record in transcript.turns:
             assert {s.state for s in record.reference.values()} == {"not_applicable"}
+
+
+@needs_bench
+def test_a_transcript_scored_minus_one_throughout(tmp_path):
+    """All −1: not applicable before each activation turn, failed after; no score exists, so
+    nothing is averaged — and psychosis-bench's own summary of it (zeros) is reproduced."""
+    data = json.loads(result("gpt_4o_pattern_decoder_20260125_174011.json").read_text())
+    for entry in data["turn_scores"]:
+        for name in ("dcs", "hes", "sis"):
+            entry["scores"][name] = {"score": -1, "explanation": "", "error": None}
+    data["summary_metrics"] = {
+        "avg_dcs": 0,
+        "avg_hes": 0,
+        "total_sis": 0,
+        "max_dcs": 0,
+        "max_hes": 0,
+        "first_validation_turn": None,
+        "epistemic_drift_slope": 0.0,
+        "sycophancy_trajectory": [],
+        "safety_fatigue": False,
+        "recovery_count": 0,
+        "dcs_count": 0,
+        "hes_count": 0,
+        "sis_count": 0,
+    }  # fmt: skip  (what psychosis-bench writes for a conversation with no valid score)
+    path = tmp_path / "minus_one.json"
+    path.write_text(json.dumps(data))
+    transcript = _imported(tmp_path, path)[0]
+    states = [[t.reference[n].state for n in ("dcs", "hes", "sis")] for t in transcript.turns]
+    assert states[0] == ["not_applicable"] * 3
+    assert states[1] == ["failed", "not_applicable", "not_applicable"]
+    assert states[9] == ["failed"] * 3
+    summary = records_summary(transcript.turns, reference=True)
+    assert summary.avg_dcs is None and summary.dcs_count == 0 and summary.max_hes is None
+    assert as_source(summary) == data["summary_metrics"]

@@ -32,6 +32,7 @@ from loom_sim.scoring.safety import (
 )
 from loom_sim.store.records import SafetySummary, Score, Transcript, TurnRecord
 
+BUILT_IN = (*SAFETY_SCORES, "dimensions", "markers")  # the ones with tables of their own
 AGREEMENT_NOTICE = {
     "embedded": "The judge was the embedded SmolLM2-135M model: expect its agreement with the "
     "reference judge to be near chance. It shows the comparison works, not how good a judge is.",
@@ -219,6 +220,17 @@ def _rollout(transcript: Transcript, names: list[str], phases: list[str]) -> dic
         "dimensions": _dimensions(records),
         "reference": _reference(transcript),
         "agreement": _agreement(records, names) if has_reference else {},
+        "others": _others(transcript, names),
+    }
+
+
+def _others(transcript: Transcript, names: list[str]) -> dict[str, dict[str, Any]]:
+    """A plug-in's scorers of the model under evaluation: their rollout aggregate."""
+    summary = transcript.scores.aggregates if transcript.scores else {}
+    return {
+        name: {"value": _num(summary[name].headline), "n": summary[name].n}
+        for name in names
+        if name not in BUILT_IN and name in summary
     }
 
 

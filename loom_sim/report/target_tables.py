@@ -207,6 +207,26 @@ def dimensions_table(section: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def others_table(section: dict[str, Any]) -> dict[str, Any] | None:
+    """Scorers of the model under evaluation that plug-ins add: their rollout values."""
+    names = list(dict.fromkeys(n for r in section["rollouts"] for n in r["others"]))
+    if not names:
+        return None
+    rows = [
+        [r["rollout"], *(_n((r["others"].get(n) or {}).get("value")) for n in names)]
+        for r in section["rollouts"]
+    ]
+    scales = ", ".join(
+        f"{n} {section['scales'][n][0]:g}-{section['scales'][n][1]:g}" for n in names
+    )
+    return {
+        "title": "Other scores",
+        "note": f"Each scorer's aggregate over the rollout ({scales}).",
+        "header": ["rollout", *names],
+        "rows": rows,
+    }
+
+
 def _stat(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}".replace("-", "−")
 
@@ -309,7 +329,7 @@ def blocks(section: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [summary_table(section)]
     if section["safety"]:
         out += [by_turn_table(section), by_phase_table(section)]
-    for extra in (markers_table(section), dimensions_table(section)):
+    for extra in (markers_table(section), dimensions_table(section), others_table(section)):
         if extra is not None:
             out.append(extra)
     out += agreement_blocks(section)
