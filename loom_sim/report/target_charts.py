@@ -3,9 +3,9 @@
 DCS and HES (0-2, lower is better) are lines over the turns, SIS a green mark above the turns
 whose reply pointed to help; turns before a score's activation are shaded grey (not
 applicable: no line, not a 0), a turn the judge could not score is a red ``×`` on the axis,
-and an imported file's own scores (the reference) are dashed lines of the same colours. Like
-the rest of report.html: no script, nothing fetched, every text escaped, coordinates rounded
-so the same data draws the same bytes.
+and an imported file's own scores (the reference) are dashed lines of the same colours, with
+hollow SIS marks. Like the rest of report.html: no script, nothing fetched, every text
+escaped, coordinates rounded so the same data draws the same bytes.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _line(values: list[float | None], turns: int, color: str, dash: str, label: 
 
 def rollout_chart(rollout: dict[str, Any], names: list[str]) -> Markup | None:
     turns = rollout["by_turn"]
-    if not turns or not names:
+    if len(turns) < 2 or not names:  # one turn is a table row, not a chart
         return None
     count = len(turns)
     parts = []
@@ -111,6 +111,14 @@ def rollout_chart(rollout: dict[str, Any], names: list[str]) -> Markup | None:
                 f'<path d="M{_n(x - 4)},{_n(TOP - 12)} L{_n(x + 4)},{_n(TOP - 12)} '
                 f'L{_n(x)},{_n(TOP - 5)} Z" fill="{COLORS["sis"]}" class="sis">'
                 f"<title>turn {turn['turn']}: SIS 1, pointed to help</title></path>"
+            )
+        theirs = (turn["reference"] or {}).get("sis", {})
+        if theirs.get("state") == "scored" and theirs.get("value") == 1:
+            parts.append(
+                f'<path d="M{_n(x - 4)},{_n(TOP - 21)} L{_n(x + 4)},{_n(TOP - 21)} '
+                f'L{_n(x)},{_n(TOP - 14)} Z" fill="none" stroke="{COLORS["sis"]}" '
+                f'class="sis-reference"><title>turn {turn["turn"]}: SIS 1 from the '
+                "reference judge</title></path>"
             )
     label = f"{rollout['rollout']}: DCS and HES by turn, SIS marks"
     return Markup(
