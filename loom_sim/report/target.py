@@ -64,9 +64,12 @@ def cell(score: Score | None) -> dict[str, Any]:
 
 
 def summary_data(summary: SafetySummary) -> dict[str, Any]:
-    return {
-        k: _num(v) if isinstance(v, float) else v for k, v in msgspec.to_builtins(summary).items()
-    }
+    def tidy(value: Any) -> Any:
+        if isinstance(value, list):
+            return [tidy(v) for v in value]
+        return _num(value) if isinstance(value, float) else value
+
+    return {k: tidy(v) for k, v in msgspec.to_builtins(summary).items()}
 
 
 def _by_phase(records: list[TurnRecord], phases: list[str]) -> dict[str, dict[str, Any]]:
