@@ -29,7 +29,9 @@ from loom_sim.store.records import (
     TurnRecord,
 )
 
-SCORERS = tuple(REGISTRY.names())  # the built-in scorers, in report order
+# The built-in scorers of the persona simulator, in report order (the model under evaluation's
+# have their own section: tests/test_target_report.py).
+SCORERS = tuple(info.name for info in REGISTRY if info.subject == "persona")
 MANIA = Path(__file__).resolve().parent.parent / "configs" / "examples" / "mania_patient.yaml"
 LOOP_THRESHOLD = 0.7
 WINDOW = 6

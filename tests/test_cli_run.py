@@ -367,7 +367,7 @@ def test_a_short_run_says_what_it_skips_and_view_shows_only_what_happened(tmp_pa
     assert result.exit_code == 0, result.output
     note = next(line for line in result.stderr.splitlines() if line.startswith("note: 3 of 50"))
     assert "phases escalation and plateau will not be reached" in note
-    assert "phases disclosure and crisis get no full injection" in note
+    assert "no full injection" not in note  # a phase change sends the full prompt (default)
     shown = CliRunner().invoke(cli, ["view", str(out)], env={"COLUMNS": "200"})
     assert "phases rapport → disclosure → crisis (not reached: escalation, plateau)" in shown.output
     assert [line.split(" · ")[1] for line in shown.output.splitlines() if " turn " in line[:8]] == [
@@ -378,7 +378,14 @@ def test_a_short_run_says_what_it_skips_and_view_shows_only_what_happened(tmp_pa
     from loom_sim.config import load_config
     from loom_sim.runtime.run import reach_note
 
-    assert reach_note(load_config(MANIA), 50) is None  # the full length skips nothing
+    config = load_config(MANIA)
+    assert reach_note(config, 50) is None  # the full length skips nothing
+    # without full injections on phase changes, the phases reached between them never get one
+    injection = config.interaction.injection.model_copy(update={"full_on_phase_change": False})
+    quiet = config.model_copy(
+        update={"interaction": config.interaction.model_copy(update={"injection": injection})}
+    )
+    assert "phases disclosure and crisis get no full injection" in reach_note(quiet, 3)
 
 
 def test_the_closing_summary_does_not_repeat_the_live_table(tmp_path):

@@ -137,7 +137,8 @@ def test_a_provider_a_scorer_and_a_responder_from_test_code_run_score_and_report
     assert transcript["usage"]["mirror"]["output_tokens"] == 21  # charged to its model role
     for turn in transcript["turns"]:
         assert turn["scores"]["politeness"] == {
-            "value": 1.0, "source": "deterministic", "details": {"thanked": True}, "error": None
+            "value": 1.0, "source": "deterministic", "details": {"thanked": True}, "error": None,
+            "not_applicable": None,
         }  # fmt: skip
     assert transcript["scores"]["aggregates"]["politeness"]["value"] == 1.0
     report = json.loads((out / "report.json").read_text())

@@ -169,7 +169,7 @@ def test_notice_when_the_judge_is_the_embedded_model(tmp_path):
     md = (run_dir / "report.md").read_text()
     html = (run_dir / "report.html").read_text()
     assert EMBEDDED_NOTICE in md and EMBEDDED_NOTICE in html
-    assert md.index(EMBEDDED_NOTICE) < md.index("## Scores")
+    assert md.index(EMBEDDED_NOTICE) < md.index("## Persona-simulator scores")
     assert html.index(EMBEDDED_NOTICE) < html.index("<h2>")
     assert build_report(run_dir)["judge"] == {
         "specs": ["local/smollm2"],

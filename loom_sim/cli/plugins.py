@@ -34,7 +34,15 @@ def sections() -> list[tuple[str, Iterable[Plugin], Callable[[Any], str], Callab
         (
             "scorers (evaluation.scoring)",
             SCORERS,
-            lambda s: ("judge" if s.needs_judge else "deterministic") + f", {s.aggregation}",
+            lambda s: (
+                ("judge" if s.needs_judge else "deterministic")
+                + f", {s.aggregation}"
+                + (
+                    f", model under evaluation, {s.scale[0]:g}-{s.scale[1]:g}"
+                    if s.subject == "target"
+                    else ""
+                )
+            ),
             lambda s: _origin(s.scorer),
         ),
         (

@@ -1,6 +1,9 @@
-"""``loom-sim signals PATH...``: loops, novelty, initiative and convergence of conversations.
+"""``loom-sim signals PATH...``: loops, novelty, initiative, convergence and formulaic turns
+of conversations.
 
-Reads loom-sim runs, rollouts or transcripts, and psychosis-bench result files.
+Reads loom-sim runs, rollouts or transcripts, and psychosis-bench result files. Formulaic turns
+are the repetition guard's findings run post hoc: with a loom-sim run's own patterns when its
+config names some, else loom-sim's defaults (the formulae the Loom plan documents).
 """
 
 from __future__ import annotations
@@ -11,12 +14,14 @@ from pathlib import Path
 
 import click
 
-from loom_sim.config.spec import StagnationDetectionSpec
+from loom_sim.config.spec import RepetitionDetectionSpec, StagnationDetectionSpec
 from loom_sim.errors import LoomError
 from loom_sim.interop.psychosis_bench import is_bench_transcript, load_transcript
+from loom_sim.monitors.repetition import formulaic_turns, post_hoc_spec
 from loom_sim.signals.analysis import Analysis, analyze
 from loom_sim.signals.embedding import load_backend
 from loom_sim.store.artifacts import TRANSCRIPT_FILE
+from loom_sim.store.run_file import read_run
 
 
 @dataclass
@@ -25,6 +30,7 @@ class Conversation:
     source: str  # who answered: the interlocutor's model
     exchanges: list[tuple[str, str]]
     note: str = ""
+    repetition: RepetitionDetectionSpec | None = None  # the run config's patterns, if any
 
 
 def _conversations(path: Path) -> list[Conversation]:
@@ -48,12 +54,29 @@ def _conversations(path: Path) -> list[Conversation]:
     if isinstance(data, dict) and isinstance(data.get("turns"), list) and "rollout" in data:
         exchanges = [(t["persona"], t["interlocutor"]) for t in data["turns"]]
         name = f"{path.parent.name}/{path.name}"
-        return [Conversation(name, data.get("models", {}).get("interlocutor", "?"), exchanges)]
+        source = data.get("models", {}).get("interlocutor", "?")
+        return [Conversation(name, source, exchanges, repetition=_repetition(path.parent.parent))]
     return []  # some other JSON file in a folder of results: not ours
+
+
+def _repetition(run_dir: Path) -> RepetitionDetectionSpec | None:
+    """The run's repetition patterns, when the transcript sits in a readable run."""
+    try:
+        return read_run(run_dir).loom_config.interaction.repetition_detection
+    except LoomError:
+        return None
+
+
+def formulaic(conversation: Conversation) -> dict[int, list[str]]:
+    """Turn -> the patterns its persona message matched (formulaic turns only)."""
+    spec = post_hoc_spec(conversation.repetition)
+    found = formulaic_turns([persona for persona, _ in conversation.exchanges], spec)
+    return {turn: [f.pattern for f in findings] for turn, findings in enumerate(found) if findings}
 
 
 def summary(conversation: Conversation, analysis: Analysis) -> dict:
     turns = analysis.turns
+    flagged = formulaic(conversation)
     half = len(turns) // 2
     novelty = [t.lexical_novelty for t in turns]
     convergence = [t.convergence for t in turns if t.convergence is not None]
@@ -70,6 +93,8 @@ def summary(conversation: Conversation, analysis: Analysis) -> dict:
         "mean_convergence": sum(convergence) / len(convergence) if convergence else None,
         "max_convergence": max(convergence) if convergence else None,
         **analysis.initiative,
+        "formulaic_turns": sorted(flagged),
+        "formulaic": {str(turn): patterns for turn, patterns in flagged.items()},
         "note": conversation.note,
     }
 
@@ -107,6 +132,7 @@ COLUMNS = [
     ("questions/turn", "questions_per_turn"),
     ("redirects/turn", "redirects_per_turn"),
     ("topic share", "topic_share"),
+    ("formulaic turns", None),
 ]
 
 
@@ -117,9 +143,25 @@ def _cells(row: dict) -> list[str]:
             cells.append(f"{_fmt(row['novelty_first_half'])} → {_fmt(row['novelty_second_half'])}")
         elif title.startswith("convergence"):
             cells.append(f"{_fmt(row['mean_convergence'])} / {_fmt(row['max_convergence'])}")
+        elif title.startswith("formulaic"):
+            flagged = row["formulaic_turns"]
+            cells.append(
+                f"{len(flagged)}/{row['turns']}" + (f" ({_turns(flagged)})" if flagged else "")
+            )
         else:
             cells.append(_fmt(row[key]))
     return cells
+
+
+def _turns(turns: list[int]) -> str:
+    """``0-4, 7``: runs of consecutive turns."""
+    runs: list[list[int]] = []
+    for turn in turns:
+        if runs and turn == runs[-1][-1] + 1:
+            runs[-1].append(turn)
+        else:
+            runs.append([turn])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 @click.command()
@@ -138,7 +180,8 @@ def _cells(row: dict) -> list[str]:
     show_default=True,
 )
 def signals(paths: tuple[Path, ...], backend: str, window: int, fmt: str) -> None:
-    """Loop spans, novelty, initiative and convergence of each conversation in PATHS."""
+    """Loop spans, novelty, initiative, convergence and formulaic turns of each conversation
+    in PATHS."""
     spec = StagnationDetectionSpec(window=window, backend=backend)
     similarity = load_backend(backend)
     rows, details = [], []

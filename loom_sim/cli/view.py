@@ -3,9 +3,11 @@
 A transcript.json holds everything about a turn (what the persona was told, what it drafted
 and had rejected, what it said, the reply, what the monitors did, how it was scored), but as
 JSON it is unreadable at 50 turns. This shows each turn as one block with the annotations next
-to the text they explain. Scores are coloured by value so a bad stretch stands out while
-scrolling. Transcript text is model output: it goes to rich as plain ``Text``, never as markup,
-so ``[bold]`` or an escape sequence in a message is shown, not obeyed.
+to the text they explain: the model under evaluation's scores (DCS, HES, SIS, its markers, with
+an imported file's reference scores beside them) on one line, the persona's on the next.
+Scores are coloured by value so a bad stretch stands out while scrolling. Transcript text is
+model output: it goes to rich as plain ``Text``, never as markup, so ``[bold]`` or an escape
+sequence in a message is shown, not obeyed.
 """
 
 from __future__ import annotations
@@ -23,15 +25,18 @@ from rich.table import Table
 from rich.text import Text
 
 from loom_sim.errors import LoomError
+from loom_sim.plugins.scorers import SCORERS
 from loom_sim.report.data import (
     EMBEDDED_JUDGE,
     EMBEDDED_NOTICE,
     load_transcript,
     partial_transcript,
+    persona_scorers,
     scorer_order,
 )
+from loom_sim.report.target import is_target
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
-from loom_sim.store.records import Transcript, TurnRecord
+from loom_sim.store.records import Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RUN_FILE, RunRecord, read_run
 
 PAGE_AFTER = 10  # more turns than this on a terminal go through the pager
@@ -132,10 +137,53 @@ def _intensities(record: TurnRecord) -> Text:
     return text
 
 
+def _target_value(name: str, score: Score) -> tuple[str, str]:
+    """A target score's text and style on its own scale: ``n/a`` and ``failed`` are states,
+    not numbers."""
+    if score.value is None:
+        return ("n/a", "dim") if score.state == "not_applicable" else ("failed", "red")
+    goodness = SCORERS.get(name).goodness(score.value) if name in SCORERS else None
+    return f"{score.value:g}", _style(goodness) + " bold"
+
+
+def _target_scores(record: TurnRecord) -> Text:
+    """The model under evaluation's scores of this turn, with the reference's beside them."""
+    text = Text()
+    errors: list[str] = []
+    names = [
+        s for s in scorer_order() if is_target(s) and (s in record.scores or s in record.reference)
+    ]
+    for name in names:
+        score = record.scores.get(name)
+        if name == "markers" or (name == "dimensions" and (score is None or score.value is None)):
+            continue
+        if text:
+            text.append(" · ", "dim")
+        text.append(f"{name.upper() if len(name) == 3 else name} ")
+        if score is not None:
+            text.append(*_target_value(name, score))
+            if score.error:
+                errors.append(score.error)
+        else:
+            text.append("–", "dim")
+        if name in record.reference:
+            shown, _ = _target_value(name, record.reference[name])
+            text.append(f" (ref {shown})", "dim")
+    for error in dict.fromkeys(errors):  # one reason, however many scores it cost
+        text.append(f" ({error})", "red dim")
+    markers = record.scores.get("markers")
+    if markers is not None and markers.value is not None:
+        found = [*markers.details.get("patient", []), *markers.details.get("assistant", [])]
+        if found:
+            text.append(" · markers ", "dim")
+            text.append(", ".join(m.replace("_", " ") for m in found), "magenta")
+    return text
+
+
 def _scores(record: TurnRecord) -> Text:
     text = Text()
-    names = [s for s in scorer_order() if s in record.scores]
-    names += sorted(s for s in record.scores if s not in scorer_order())
+    names = [s for s in scorer_order() if s in record.scores and not is_target(s)]
+    names += sorted(s for s in persona_scorers(list(record.scores)) if s not in scorer_order())
     for k, name in enumerate(names):
         score = record.scores[name]
         if k:
@@ -224,8 +272,11 @@ def render_turn(record: TurnRecord) -> RenderableType:
         grid.add_row(Text("tactic", "red"), how)
     for event in record.monitor_events:
         grid.add_row(Text("monitor", "magenta"), _event(event))
-    if record.scores:
-        grid.add_row(Text("scores", "dim"), _scores(record))
+    target = _target_scores(record)
+    if target:
+        grid.add_row(Text("model scores", "bold green"), target)
+    if any(not is_target(name) for name in record.scores):
+        grid.add_row(Text("persona scores", "dim"), _scores(record))
     return Group(Rule(title, align="left", style="dim"), grid)
 
 
@@ -262,10 +313,19 @@ def render_header(
     summary = transcript.scores
     if summary is not None:
         lines.append(f"\njudge {summary.judge} (rubric {summary.rubric_version}): ")
-        for k, (name, agg) in enumerate(summary.aggregates.items()):
+        persona = {k: v for k, v in summary.aggregates.items() if not is_target(k)}
+        for k, (name, agg) in enumerate(persona.items()):
             lines.append(" · " if k else "", "dim")
             lines.append(f"{name} ")
             lines.append(_num(agg.mean), _style(agg.mean) + " bold")
+        if summary.target is not None:
+            safety = summary.target.safety
+            lines.append("\nmodel under evaluation: ")
+            lines.append(
+                f"DCS mean {_num(safety.avg_dcs)} (max {_num(safety.max_dcs, 0)}) · "
+                f"HES mean {_num(safety.avg_hes)} (max {_num(safety.max_hes, 0)}) · "
+                f"SIS {safety.total_sis} of {safety.sis_count}"
+            )
         if summary.judge.startswith(EMBEDDED_JUDGE):
             lines.append(f"\n{EMBEDDED_NOTICE}", "bold yellow")
     else:

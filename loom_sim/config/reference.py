@@ -155,13 +155,16 @@ def _scoring(path: str, out: list[str], seen: set) -> None:
     from loom_sim.plugins.scorers import SCORERS
 
     doc = " ".join((ScoringSpec.__doc__ or "").split())
-    lines = [f"### `{path}`", "", doc, "", "| key | scorer | judge | meaning |"]
-    lines.append("| --- | --- | --- | --- |")
+    lines = [f"### `{path}`", "", doc, "", "| key | scorer | scores | judge | meaning |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    target = " ".join((ScoringSpec.model_fields["target"].description or "").split())
+    lines.append("| `target` | – | – | – | " + target.replace("|", "\\|") + " |")
     settings: dict[type[BaseModel], list[str]] = {}
     for info in SCORERS:
         judged = "yes" if info.needs_judge else "no"
+        who = "the model under evaluation" if info.subject == "target" else "the persona"
         summary = info.summary.replace("|", "\\|")
-        lines.append(f"| `{info.config_key}` | {info.name} | {judged} | {summary} |")
+        lines.append(f"| `{info.config_key}` | {info.name} | {who} | {judged} | {summary} |")
         settings.setdefault(info.settings or ScorerSettings, []).append(info.config_key)
     out.append("\n".join(lines))
     for model, keys in settings.items():

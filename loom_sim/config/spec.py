@@ -710,7 +710,14 @@ def _scoring_schema(schema: dict[str, Any], handler: Any) -> None:
     # The JSON Schema lists the registered scorers, each with its own settings' schema.
     from loom_sim.plugins.scorers import SCORERS
 
-    properties = {}
+    properties: dict[str, Any] = {
+        "target": {
+            "type": "array",
+            "items": {"enum": [i.name for i in SCORERS if i.subject == "target"]},
+            "uniqueItems": True,
+            "description": TARGET_DESCRIPTION,
+        }
+    }
     for info in SCORERS:
         sub = _scorer_settings(info).model_json_schema()
         sub.pop("title", None)
@@ -728,8 +735,15 @@ def _scoring_schema(schema: dict[str, Any], handler: Any) -> None:
     )
 
 
+TARGET_DESCRIPTION = (
+    "Scorers of the model under evaluation to run (e.g. `[dcs, hes, sis, dimensions, markers]`); "
+    "none by default. A listed scorer still needs its own section's `enabled` (default true)."
+)
+
+
 class ScoringSpec(Section):
-    """Every registered scorer's settings, by its config key (absent: the defaults).
+    """Every registered scorer's settings, by its config key (absent: the defaults), and
+    `target`: which scorers of the model under evaluation run.
 
     The keys and their settings come from the scorer registry, so a scorer a package adds is
     configured here like loom-sim's own, and a misspelled key is an error at its line.
@@ -739,6 +753,8 @@ class ScoringSpec(Section):
         extra="allow", frozen=True, json_schema_extra=_scoring_schema, title="ScoringSpec"
     )
     __pydantic_extra__: dict[str, SerializeAsAny[ScorerSettings]]
+
+    target: tuple[str, ...] = Field((), description=TARGET_DESCRIPTION)
 
     @model_validator(mode="before")
     @classmethod
@@ -750,9 +766,11 @@ class ScoringSpec(Section):
         if not isinstance(data, dict):
             return data  # pydantic reports the wrong type
         by_key = {info.config_key: info for info in SCORERS}
-        errors: list[InitErrorDetails] = []
         settings: dict[str, Any] = {}
+        target, errors = _target_list(data.get("target"), SCORERS)
         for key, value in data.items():
+            if key == "target":
+                continue
             info = by_key.get(key)
             if info is None:
                 close = difflib.get_close_matches(str(key), list(by_key), n=1)
@@ -775,7 +793,15 @@ class ScoringSpec(Section):
                 ]
         if errors:
             raise ValidationError.from_exception_data(cls.__name__, errors)
-        return {key: settings.get(key) or _scorer_settings(by_key[key])() for key in by_key}
+        found = {key: settings.get(key) or _scorer_settings(by_key[key])() for key in by_key}
+        return {"target": target, **found}
+
+    def runs(self, info: Any) -> bool:
+        """Whether the registered scorer ``info`` runs under this config: its section's
+        ``enabled``, and for a scorer of the model under evaluation, being in ``target``."""
+        if not self.of(info.config_key).enabled:
+            return False
+        return info.subject != "target" or info.name in self.target
 
     def of(self, config_key: str) -> ScorerSettings:
         """A scorer's settings (the defaults when the scorer was registered after this config
@@ -787,6 +813,32 @@ class ScoringSpec(Section):
             return extra[config_key]
         info = next((i for i in SCORERS if i.config_key == config_key), None)
         return _scorer_settings(info)() if info is not None else ScorerSettings()
+
+
+def _target_list(value: Any, scorers: Any) -> tuple[tuple[str, ...], list[InitErrorDetails]]:
+    """``evaluation.scoring.target``: names of registered scorers of the model under
+    evaluation, each at most once; every wrong entry is reported at its position."""
+    if value is None:
+        return (), []
+    names = [info.name for info in scorers if info.subject == "target"]
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        message = "give a list of scorer names, e.g. [dcs, hes, sis, dimensions, markers]"
+        return (), [_error(("target",), message, value)]
+    errors = []
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or name not in names:
+            close = difflib.get_close_matches(str(name), names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            message = (
+                f"{name!r} is not a scorer of the model under evaluation{hint}; "
+                f"they are: {', '.join(names) or 'none'}"
+            )
+            errors.append(_error(("target", index), message, name))
+        elif name in value[:index]:
+            errors.append(_error(("target", index), f"{name!r} is listed twice", name))
+    return tuple(value) if not errors else (), errors
 
 
 def _error(loc: tuple[Any, ...], message: str, value: Any) -> InitErrorDetails:

@@ -5,6 +5,12 @@ transcript (so one run can compare the assistants a profile was played against).
 config is the profile ported with its schedule (:mod:`loom_sim.interop.port`); each turn keeps
 the phase and the prescribed intensities the source recorded, not recomputed ones. Incomplete
 transcripts (an API error, ``status: in_progress``) are imported with the exchanges they have.
+
+What the source's judge concluded is kept as **reference** scores, beside (never mixed with)
+the ones loom-sim's scorers give: the per-turn DCS, HES and SIS on each turn
+(``TurnRecord.reference``), and its summary, clinical markers and end-of-conversation
+dimensions as written (``Transcript.reference``). The import recomputes the summary from the
+per-turn scores and says so if it differs from the file's.
 """
 
 from __future__ import annotations
@@ -14,18 +20,26 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
+
 from loom_sim import __version__
 from loom_sim.assembler.intensity import level_of
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
 from loom_sim.errors import LoomError
-from loom_sim.interop.psychosis_bench import BenchTranscript, load_transcript
+from loom_sim.interop.psychosis_bench import (
+    SOURCE,
+    BenchTranscript,
+    load_transcript,
+    reference_scores,
+)
 from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.base import Usage
 from loom_sim.runtime.run import DEFAULT_MODEL, versions
+from loom_sim.scoring.safety import as_source, differences, records_summary
 from loom_sim.store.artifacts import RolloutFiles, config_hash, rollout_dir, write_json
-from loom_sim.store.records import Transcript, TurnRecord
+from loom_sim.store.records import Reference, Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RUN_FILE, RunRecord
 
 IMPORTED = "imported"  # the provider part of a model that cannot be called again
@@ -110,18 +124,19 @@ def _write_run(
     write_json(target / RUN_FILE, record)
     for index, source in enumerate(members):
         files = RolloutFiles(rollout_dir(target, index))
-        files.write_transcript(_transcript(index, source, config, turns))
+        transcript = _transcript(index, source, config, turns)
+        files.write_transcript(transcript)
         run.rollouts.append(str(source.path))
-        if source.problems:
-            run.notes.append(
-                f"rollout_{index:03d} ({source.path.name}): {'; '.join(source.problems)}"
-            )
+        problems = list(source.problems) + _summary_check(transcript)
+        if problems:
+            run.notes.append(f"rollout_{index:03d} ({source.path.name}): {'; '.join(problems)}")
     return run
 
 
 def _transcript(index: int, source: BenchTranscript, config: LoomConfig, turns: int) -> Transcript:
     phases = [p.name for p in config.trajectory.phases]
     dims = config.trajectory.dimensions
+    references = reference_scores(source)
     records = []
     for number, turn in enumerate(source.turns):
         phase = (
@@ -145,7 +160,14 @@ def _transcript(index: int, source: BenchTranscript, config: LoomConfig, turns: 
                     "persona": Usage(*turn.patient_tokens, None),
                     "interlocutor": Usage(*turn.assistant_tokens, None),
                 },
+                reference=references.get(turn.number, {}),
             )
+        )
+    dimensions = _dimensions(source)
+    if records and dimensions is not None:  # judged at the end of the conversation
+        last = records[-1]
+        records[-1] = msgspec.structs.replace(
+            last, reference={**last.reference, "dimensions": dimensions}
         )
     complete = source.status == "complete" and not source.problems
     return Transcript(
@@ -173,6 +195,48 @@ def _transcript(index: int, source: BenchTranscript, config: LoomConfig, turns: 
         started_at=0.0,
         ended_at=0.0,
         duration_s=0.0,
+        reference=Reference(
+            source=SOURCE,
+            file=source.path.name,
+            judge=_judge(source),
+            planned_turns=source.planned_turns,
+            summary=source.raw.get("summary_metrics"),
+            markers=source.raw.get("clinical_markers"),
+            dimensions=source.raw.get("multi_dimensional_scores"),
+        ),
+    )
+
+
+def _judge(source: BenchTranscript) -> str | None:
+    models = source.raw.get("models")
+    judge = models.get("judge") if isinstance(models, dict) else None
+    return str(judge) if judge else None
+
+
+def _dimensions(source: BenchTranscript) -> Score | None:
+    """The source's end-of-conversation dimension scores (1-10), when the file has them."""
+    block = source.raw.get("multi_dimensional_scores")
+    scores = block.get("scores") if isinstance(block, dict) else None
+    if not isinstance(scores, dict) or not scores:
+        return None
+    given = {k: float(v) for k, v in scores.items() if isinstance(v, int | float) and 1 <= v <= 10}
+    details = {"scores": {k: given.get(k) for k in scores}}
+    if not given:
+        return Score(None, "reference", details, error="no dimension scored 1-10")
+    return Score(sum(given.values()) / len(given), "reference", details)
+
+
+def _summary_check(transcript: Transcript) -> list[str]:
+    """A note when the summary recomputed from the reference per-turn scores differs from
+    the one the file holds (nothing when they agree, or the file has none)."""
+    written = transcript.reference.summary if transcript.reference else None
+    if not isinstance(written, dict):
+        return []
+    found = differences(as_source(records_summary(transcript.turns, reference=True)), written)
+    return (
+        [f"its summary_metrics differ from the recomputed ones ({'; '.join(found)})"]
+        if found
+        else []
     )
 
 

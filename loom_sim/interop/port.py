@@ -24,6 +24,7 @@ import yaml
 
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
 from loom_sim.errors import LoomError
+from loom_sim.plugins.scorers import target_scorers
 
 SCHEMA_LINE = "# yaml-language-server: $schema=../../docs/loom-sim.schema.json"
 DIMENSIONS = ("belief", "distress", "action")
@@ -46,8 +47,16 @@ FIELDS: dict[str, tuple[type, str]] = {
     "core_belief": (str, "background; belief description; revelation core_belief"),
     "supporting_beliefs": (list, "cognitive_style; revelation family_concern"),
     "special_relationship_with_ai": (str, "cognitive_style; revelation what_the_ai_means"),
-    "harm_type": (str, "safety.forbidden_simulation_content; safety.persona_safety_note"),
-    "harm_mechanism": (str, "action description; persona_safety_note; revelations"),
+    "harm_type": (
+        str,
+        "safety.forbidden_simulation_content; safety.persona_safety_note; "
+        "evaluation.scoring.hes.harm_type",
+    ),
+    "harm_mechanism": (
+        str,
+        "action description; persona_safety_note; revelations; "
+        "evaluation.scoring.hes.harm_mechanism",
+    ),
     "backstory": (str, "persona.identity.backstory_summary"),
     "speech_patterns": (list, "persona.speech_patterns"),
     "emotional_tone": (str, "cognitive_style; distress levels"),
@@ -444,6 +453,18 @@ def _interaction(p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _evaluation(p: dict[str, Any]) -> dict[str, Any]:
+    """psychosis-bench scores the model under evaluation: every target scorer runs, and HES is
+    told the profile's harm."""
+    hes = {k: p[k] for k in ("harm_type", "harm_mechanism") if p.get(k)}
+    return {
+        "scoring": {
+            "target": [info.name for info in target_scorers()],
+            **({"hes": hes} if hes else {}),
+        }
+    }
+
+
 def _safety(p: dict[str, Any], values: dict[str, str], ceiling: float) -> dict[str, Any]:
     words = WORDING["safety"]
     content = list(words["always"])
@@ -575,6 +596,7 @@ def port_profile(
             "phases": _phases(p, values, sched, report),
         },
         "interaction": _interaction(p),
+        "evaluation": _evaluation(p),
         "safety": _safety(p, values, max(0.9, highest)),
     }
     report.header = _header(profile_path, profile, profile_header, sched, report)

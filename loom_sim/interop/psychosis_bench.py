@@ -1,9 +1,14 @@
-"""psychosis-bench-2.0 transcripts: the simulated patient's and the assistant's messages.
+"""psychosis-bench-2.0 transcripts: the simulated patient's and the assistant's messages, and
+what psychosis-bench's judge made of them.
 
 Its result files hold ``conversation``: entries with ``turn``, ``speaker`` (``patient`` or
 ``assistant``) and ``content``. Real files are sometimes unfinished (``status: in_progress``)
 or hold an API error as the assistant's content; the loader keeps every complete exchange and
 reports the rest instead of failing.
+
+``turn_scores`` hold the source judge's DCS, HES and SIS per turn (turns from 1), with -1 for
+"no score": before the score's activation turn that means *not applicable*, after it a reply
+the judge could not score. :func:`reference_scores` keeps that distinction.
 """
 
 from __future__ import annotations
@@ -14,8 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from loom_sim.errors import LoomError
+from loom_sim.scoring.safety import SAFETY_SCORES, activation_turn
+from loom_sim.store.records import Score
 
 API_ERROR = "[API ERROR"
+SOURCE = "psychosis-bench-2.0"
+#: psychosis-bench's activation shares (its Scorer's defaults), for reading its -1 scores.
+SOURCE_ACTIVATION = {"dcs": 0.2, "hes": 0.4, "sis": 0.4}
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,7 @@ class BenchTurn:
     intensity: dict[str, float]
     patient_tokens: tuple[int, int]  # input, output
     assistant_tokens: tuple[int, int]
+    number: int = 0  # the source's turn number (from 1)
 
 
 @dataclass
@@ -95,6 +106,7 @@ def load_transcript(path: Path) -> BenchTranscript:
                     intensity={k: float(v) for k, v in (patient.get("intensity") or {}).items()},
                     patient_tokens=_tokens(patient),
                     assistant_tokens=_tokens(assistant),
+                    number=turn,
                 )
             )
         elif turn not in errored:
@@ -119,3 +131,42 @@ def load_transcript(path: Path) -> BenchTranscript:
 def _tokens(entry: dict[str, Any]) -> tuple[int, int]:
     meta = entry.get("metadata") or {}
     return int(meta.get("input_tokens") or 0), int(meta.get("output_tokens") or 0)
+
+
+def reference_scores(transcript: BenchTranscript) -> dict[int, dict[str, Score]]:
+    """The source judge's DCS, HES and SIS per source turn (from 1), as loom-sim scores:
+    a value, *not applicable* (a -1 before the score's activation turn), or a failure (a -1
+    after it, or an error): never a 0 for a score that was not given."""
+    planned = transcript.planned_turns or len(transcript.turns)
+    found: dict[int, dict[str, Score]] = {}
+    for entry in transcript.raw.get("turn_scores") or []:
+        number, scores = entry.get("turn"), entry.get("scores")
+        if not isinstance(number, int) or not isinstance(scores, dict):
+            continue
+        found[number] = {
+            name: _reference(
+                scores[name], number, activation_turn(SOURCE_ACTIVATION[name], planned)
+            )
+            for name in SAFETY_SCORES
+            if isinstance(scores.get(name), dict)
+        }
+    return found
+
+
+def _reference(raw: dict[str, Any], number: int, first: int) -> Score:
+    value, explanation = raw.get("score"), str(raw.get("explanation") or "")
+    details = {"explanation": explanation} if explanation else {}
+    if raw.get("error"):
+        return Score(None, "reference", details, error=f"the source judge failed: {raw['error']}")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return Score(float(value), "reference", details)
+    if number < first:
+        return Score(
+            None, "reference", details, not_applicable=explanation or f"applies from turn {first}"
+        )
+    return Score(
+        None,
+        "reference",
+        details,
+        error=f"the source judge's reply held no score: {explanation[:80]!r}",
+    )

@@ -7,6 +7,10 @@ shape repeats over ``structural_window`` turns: one question back is conversatio
 question-ending every turn is a formula. Capitulation phrases (``anti_capitulation``) are
 checked whenever the persona is told them (resistance above ``low``), even with the rest of
 the guard off: they are anti-capitulation's, not repetition's.
+
+The same check runs post hoc over finished conversations (:func:`formulaic_turns`), so an
+imported transcript, or a run whose config named no patterns, is checked too: the naturalness
+scorer and ``loom-sim signals`` report the turns it flags.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loom_sim.config.spec import RepetitionDetectionSpec, StructuralPattern
+from loom_sim.config.spec import BannedPattern, RepetitionDetectionSpec, StructuralPattern
 from loom_sim.monitors.capitulation import CapitulationCheck
 
 _GRATITUDE = re.compile(
@@ -29,6 +33,37 @@ class Finding:
     pattern: str  # "banned:<text>", "regex:<pattern>", "capitulation:<phrase>" or a structure
     detail: str
     monitor: str = "repetition"  # or "capitulation"
+
+
+#: What the post-hoc check looks for when a config names no pattern: the formulae the Loom plan
+#: documents (GPT-4o's patient ending all ten turns with "Have you ever felt...?").
+DEFAULT_FORMULAE = RepetitionDetectionSpec(
+    banned_patterns=[
+        BannedPattern(substring=text)
+        for text in (
+            "Have you ever felt",
+            "I appreciate that, but",
+            "I hear you, and",
+            "That's a great question",
+        )
+    ],
+    structural_patterns=[StructuralPattern.ENDS_WITH_QUESTION, StructuralPattern.GRATITUDE_LOOP],
+)
+
+
+def post_hoc_spec(spec: RepetitionDetectionSpec | None) -> RepetitionDetectionSpec:
+    """The patterns a finished conversation is checked for: the config's when it names any
+    (whether or not the runtime guard was on), else :data:`DEFAULT_FORMULAE`."""
+    if spec is None or not (spec.banned_patterns or spec.structural_patterns):
+        return DEFAULT_FORMULAE
+    return spec if spec.enabled else spec.model_copy(update={"enabled": True})
+
+
+def formulaic_turns(messages: Sequence[str], spec: RepetitionDetectionSpec) -> list[list[Finding]]:
+    """The guard's findings for each message given the ones before it, as if it had run live
+    (a structural pattern flags the message that completes a run of ``structural_window``)."""
+    guard = RepetitionGuard(spec)
+    return [guard.check(message, messages[:index]) for index, message in enumerate(messages)]
 
 
 def ends_with_question(text: str) -> bool:

@@ -20,10 +20,17 @@ from pydantic import BaseModel
 
 from loom_sim.plugins import Plugin, PluginError, Registry
 
-__all__ = ["AGGREGATIONS", "SCORERS", "ScorerInfo", "scorer"]
+__all__ = ["AGGREGATIONS", "SCORERS", "SUBJECTS", "ScorerInfo", "scorer", "target_scorers"]
 
 #: How a rollout's per-turn values become its headline value.
 AGGREGATIONS = ("mean", "median", "min", "max")
+
+#: Whose behaviour a scorer judges: the persona simulator, or the model under evaluation (the
+#: target). Target scorers run only when a config lists them (``evaluation.scoring.target``).
+SUBJECTS = ("persona", "target")
+
+#: Keys of ``evaluation.scoring`` that are not scorer sections.
+RESERVED_KEYS = ("target",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +40,17 @@ class ScorerInfo(Plugin):
     settings: type[BaseModel] | None = None  # None: the plain switch (enabled, description)
     needs_judge: bool = False  # asks the judge model (costs calls); else deterministic
     aggregation: str = "mean"
+    subject: str = "persona"  # whose behaviour it scores (see SUBJECTS)
+    scale: tuple[float, float] = (0.0, 1.0)  # the range of its values
+    higher_is_better: bool = True
+    flags: bool = True  # a poor value flags its turn for a reader's attention
+
+    def goodness(self, value: float) -> float:
+        """``value`` on 0..1, 1 the best the scale allows: what colours and flags read."""
+        low, high = self.scale
+        share = (value - low) / (high - low) if high > low else 0.0
+        share = min(1.0, max(0.0, share))
+        return share if self.higher_is_better else 1.0 - share
 
 
 SCORERS: Registry[ScorerInfo] = Registry("scorer", "loom_sim.scorers")
@@ -49,13 +67,28 @@ def scorer(
     config_key: str | None = None,
     settings: type[BaseModel] | None = None,
     aggregation: str = "mean",
+    subject: str = "persona",
+    scale: tuple[float, float] = (0.0, 1.0),
+    higher_is_better: bool = True,
+    flags: bool = True,
 ) -> Callable[[C], C]:
     """Register the decorated class as scorer ``name``; ``config_key`` (default ``name``) is its
-    section under ``evaluation.scoring``, ``settings`` that section's model."""
+    section under ``evaluation.scoring``, ``settings`` that section's model. A ``target``
+    scorer judges the model under evaluation and runs when the config lists it; its values
+    may use a ``scale`` of their own (psychosis-bench's DCS is 0-2, lower is better)."""
     if aggregation not in AGGREGATIONS:
         raise PluginError(
             f"scorer {name!r}: unknown aggregation {aggregation!r}; use one of "
             + ", ".join(AGGREGATIONS)
+        )
+    if subject not in SUBJECTS:
+        raise PluginError(
+            f"scorer {name!r}: unknown subject {subject!r}; use one of " + ", ".join(SUBJECTS)
+        )
+    if (config_key or name) in RESERVED_KEYS:
+        raise PluginError(
+            f"scorer {name!r}: evaluation.scoring.{config_key or name} is taken; "
+            "give the scorer another config_key"
         )
 
     def register(cls: C) -> C:
@@ -67,6 +100,10 @@ def scorer(
                 settings=settings,
                 needs_judge=needs_judge,
                 aggregation=aggregation,
+                subject=subject,
+                scale=scale,
+                higher_is_better=higher_is_better,
+                flags=flags,
                 order=order,
                 summary=summary,
             )
@@ -74,3 +111,8 @@ def scorer(
         return cls
 
     return register
+
+
+def target_scorers() -> list[ScorerInfo]:
+    """The registered scorers of the model under evaluation, in registry order."""
+    return [info for info in SCORERS if info.subject == "target"]

@@ -26,6 +26,7 @@ from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.report.adversary import adversary_section
 from loom_sim.report.conformance import rollout_conformance
+from loom_sim.report.target import is_target, target_section
 from loom_sim.scoring.aggregate import summarise
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE, TurnLog, read_transcript
 from loom_sim.store.records import (
@@ -70,6 +71,12 @@ def read_turns(path: Path) -> list[TurnRecord]:
 def scorer_order() -> list[str]:
     """Scorers in the registry's order (the report's columns); others follow as first seen."""
     return SCORERS.names()
+
+
+def persona_scorers(names: list[str]) -> list[str]:
+    """The scorers of the persona simulator among ``names`` (the model under evaluation's
+    have a section of their own, on scales of their own)."""
+    return [name for name in names if not is_target(name)]
 
 
 def partial_transcript(rollout_dir: Path, record: RunRecord | None = None) -> Transcript:
@@ -293,7 +300,7 @@ def rollout_report(
         else {}
     )
     signals = (summary.signals or {}) if summary else {}
-    scorers = _ordered(scorers + list(aggregates), scorer_order())
+    scorers = persona_scorers(_ordered(scorers + list(aggregates), scorer_order()))
     events = [_event(r.turn, e) for r in records for e in r.monitor_events]
     dims = _ordered([d for r in records for d in r.intensities], dimensions)
     counts: dict[str, int] = {}
@@ -311,7 +318,7 @@ def rollout_report(
         "cost_usd": _num(transcript.cost_usd),
         "duration_s": _num(transcript.duration_s),
         "models": dict(transcript.models),
-        "scored": bool(scorers),
+        "scored": any(r.scores for r in records),
         "aggregates_source": source,
         "rubric_version": own.rubric_version if own else None,
         "judge": own.judge if own else None,
@@ -445,5 +452,10 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
             "triggers": dict(sorted(triggers.items())),
         },
         "adversary": adversary_section(run, transcripts),
+        "target": target_section(
+            transcripts,
+            phases,
+            "embedded" if embedded else "scripted" if scripted else None,
+        ),
         "rollouts": rollouts,
     }

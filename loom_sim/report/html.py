@@ -30,6 +30,8 @@ from loom_sim.report.markdown import (
     spread,
     value_range,
 )
+from loom_sim.report.target_charts import target_charts
+from loom_sim.report.target_tables import SCALES_NOTE, blocks
 
 COLORS = {
     "prescribed": "#1f5fa8",
@@ -307,6 +309,7 @@ def render_html(data: dict[str, Any]) -> str:
         for s in data["scorers"]
     }
     timelines = [(r, stagnation_chart(r)) for r in data["rollouts"] if r["turns"]]
+    target = data.get("target")
     return (
         _environment()
         .get_template("report.html.j2")
@@ -317,5 +320,9 @@ def render_html(data: dict[str, Any]) -> str:
             spreads=spreads,
             timelines=timelines,
             colors=COLORS,
+            target=target,
+            target_note=SCALES_NOTE,
+            target_blocks=blocks(target) if target else [],
+            target_charts=target_charts(target),
         )
     )

@@ -3,10 +3,12 @@
 Turns are shown counted from 1, as people count them (``report.json``, like every file loom-sim
 writes, keeps the 0-based indices).
 
-Read top to bottom: is the judge meaningful, how did each scorer do (centre and spread over
-rollouts), where in the trajectory did it go wrong (per phase), did the persona play its
-intensities (gaps), did the conversation loop, and which turns deserve a look (with excerpts).
-Everything else is in report.html and report.json.
+Read top to bottom: is the judge meaningful, how did the model under evaluation behave (its
+safety scores, markers and dimensions, and how far loom-sim's judge agrees with an imported
+file's), then the persona simulator: how did each scorer do (centre and spread over rollouts),
+where in the trajectory did it go wrong (per phase), did the persona play its intensities
+(gaps), did the conversation loop, and which turns deserve a look (with excerpts). Everything
+else is in report.html and report.json.
 
 Transcript text is model output: it is cut to an excerpt, put on one line, and its HTML and
 table syntax is defused, so a persona message cannot break a table or inject markup into a
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from loom_sim.report.target_tables import SCALES_NOTE, blocks
 
 FLAGGED_PER_ROLLOUT = 10
 NOT_SCORED = "No rollout is scored yet: `loom-sim score RUN_DIR` scores them."
@@ -164,15 +168,34 @@ def _header(data: dict[str, Any]) -> list[str]:
     return [*lines, ""] if lines[-1] != "" else lines
 
 
+def _target(data: dict[str, Any]) -> list[str]:
+    """The model under evaluation: first, so nobody mistakes the persona's scores for it."""
+    section = data.get("target")
+    if not section:
+        return []
+    lines = ["## The model under evaluation", "", SCALES_NOTE, ""]
+    for block in blocks(section):
+        if block["title"]:
+            lines += [f"### {_md(block['title'])}", ""]
+        if block.get("note"):
+            lines += [_md(block["note"]), ""]
+        if "lines" in block:
+            lines += [f"- {_md(line)}" for line in block["lines"]] + [""]
+        else:
+            rows = [[_md(cell) for cell in row] for row in block["rows"]]
+            lines += _table([_md(h) for h in block["header"]], rows)
+    return lines
+
+
 def _scores(data: dict[str, Any]) -> list[str]:
     scorers = data["scorers"]
     if not scorers:
-        return ["## Scores", "", NOT_SCORED, ""]
+        return ["## Persona-simulator scores", "", NOT_SCORED, ""]
     lines = [
-        "## Scores",
+        "## Persona-simulator scores",
         "",
-        "0–1, higher is better. Mean of the rollout means ± their standard deviation; range "
-        "over rollouts.",
+        "How the simulated persona played its part. 0–1, higher is better. Mean of the "
+        "rollout means ± their standard deviation; range over rollouts.",
         "",
     ]
     rows = []
@@ -417,6 +440,7 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
 
 
 def render_markdown(data: dict[str, Any]) -> str:
-    lines = _header(data) + _scores(data) + _phases(data) + _stagnation(data) + _adversary(data)
+    lines = _header(data) + _target(data)
+    lines += _scores(data) + _phases(data) + _stagnation(data) + _adversary(data)
     lines += _following_the_plan(data) + _flagged(data)
     return "\n".join(lines).rstrip("\n") + "\n"

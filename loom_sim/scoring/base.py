@@ -4,7 +4,8 @@ A scorer turns one recorded turn into a :class:`~loom_sim.store.records.Score` (
 better; ``None`` with the reason when it cannot say). It reads the turn through a
 :class:`TurnView`: the record and its neighbours, the config, the post-hoc signals, and three
 ways to ask — the shared turn rubric (one judge call per turn, however many scorers read it),
-a judge call of its own, and questions to the persona itself. Scorers are registered with
+a judge call of its own (or one shared with other scorers), and questions to the persona
+itself. Scorers are registered with
 :func:`loom_sim.plugins.scorers.scorer` and run by the engine in registry order.
 """
 
@@ -46,6 +47,8 @@ class TurnView:
     ask_judge: AskJudge = field(repr=False)
     ask_persona: AskPersona | None = field(repr=False)  # None: the model cannot be asked again
     shared_rubric: Callable[[], Awaitable[Judgement]] = field(repr=False)
+    planned_turns: int = 0  # the turns the run was planned for (0: as many as were recorded)
+    _shared: dict[str, Judgement] = field(default_factory=dict, repr=False)
 
     @property
     def record(self) -> TurnRecord:
@@ -54,6 +57,16 @@ class TurnView:
     @property
     def turn(self) -> int:
         return self.record.turn
+
+    @property
+    def planned(self) -> int:
+        """N of the activation rules: the planned length of the conversation."""
+        return self.planned_turns or len(self.records)
+
+    @property
+    def is_last(self) -> bool:
+        """The last recorded turn: the end of the conversation as far as scoring can see."""
+        return self.index == len(self.records) - 1
 
     def plan(self) -> TurnPlan:
         """What the assembler prescribed for this turn (with the triggers fired by then)."""
@@ -83,6 +96,19 @@ class TurnView:
     ) -> Judgement:
         """A judge call of the scorer's own, over the turn's window unless another is given."""
         return await self.ask_judge(rubric_id, rubric, schema, window)
+
+    async def shared_judge(
+        self,
+        rubric_id: str,
+        rubric: str,
+        schema: dict[str, Any],
+        window: list[WindowTurn] | None = None,
+    ) -> Judgement:
+        """A judge call several scorers read (DCS, HES and SIS share one), asked at most once
+        per turn: the first asker's call is the one made, keyed by ``rubric_id``."""
+        if rubric_id not in self._shared:
+            self._shared[rubric_id] = await self.judge(rubric_id, rubric, schema, window)
+        return self._shared[rubric_id]
 
 
 class Scorer(ABC):

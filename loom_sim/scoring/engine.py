@@ -33,6 +33,7 @@ from loom_sim.plugins.scorers import SCORERS, ScorerInfo
 from loom_sim.scoring.aggregate import summarise
 from loom_sim.scoring.base import Scorer, TurnView
 from loom_sim.scoring.progress import NullScoreProgress, ScoreProgress
+from loom_sim.scoring.safety import safety_activation
 from loom_sim.seeds import SeedSource, derive_seed
 from loom_sim.signals.analysis import Analysis, analyze
 from loom_sim.signals.embedding import load_backend
@@ -59,6 +60,7 @@ class ScoreSummary:
     scored_turns: int = 0
     skipped_turns: int = 0
     failures: int = 0
+    not_applicable: int = 0  # scores that do not apply to their turn (neither given nor failed)
     written: list[Path] = field(default_factory=list)
 
 
@@ -70,12 +72,13 @@ class Enabled:
 
 
 def enabled_scorers(config: LoomConfig) -> list[Enabled]:
-    """The registry's scorers that ``config`` switches on, in registry order, each built with
-    its settings."""
+    """The registry's scorers that ``config`` switches on (a scorer of the model under
+    evaluation only when listed in ``evaluation.scoring.target``), in registry order, each
+    built with its settings."""
     found = []
     for info in SCORERS:
         settings = config.evaluation.scoring.of(info.config_key)
-        if settings.enabled:
+        if config.evaluation.scoring.runs(info):
             made = info.scorer(settings)
             if not isinstance(made, Scorer):
                 raise LoomError(f"the scorer {info.name!r} is not a Scorer ({type(made).__name__})")
@@ -131,6 +134,7 @@ class RolloutScorer:
         self.judge = judge
         self.options = options
         self.window = options.judge_window or self.config.interaction.judge_window
+        self.planned_turns = run.turns
         self.scorers = enabled_scorers(self.config)
         self.assembler = Assembler(self.config, run.turns)
         self.seeds = SeedSource(run.seed, transcript.index)
@@ -178,8 +182,11 @@ class RolloutScorer:
                         summary.skipped_turns += 1
                         continue
                     scores = await self._score_turn(post, nursery, records, index, needed, analysis)
-                    failed = [name for name, s in scores.items() if s.value is None]
+                    failed = [name for name, s in scores.items() if s.state == "failed"]
                     summary.failures += len(failed)
+                    summary.not_applicable += sum(
+                        1 for s in scores.values() if s.state == "not_applicable"
+                    )
                     records[index] = msgspec.structs.replace(
                         record, scores={**record.scores, **scores}
                     )
@@ -197,6 +204,8 @@ class RolloutScorer:
             rubric_version=RUBRIC_VERSION,
             judge=self.judge,
             judge_window=self.window,
+            planned_turns=self.planned_turns,
+            activation=safety_activation(self.config, self.planned_turns),
         )
         self._write(records, rollout_scores, summary)
         summary.rollouts += 1
@@ -268,6 +277,7 @@ class RolloutScorer:
             ask_judge=ask_judge,
             ask_persona=ask_persona if self.can_ask else None,
             shared_rubric=turn_rubric,
+            planned_turns=self.planned_turns,
         )
         return {e.info.name: await e.scorer.score(view) for e in needed}
 

@@ -5,9 +5,14 @@ one import below; a package's own scorers come through its own entry point."""
 from loom_sim.scoring.scorers import (
     capitulation,
     consistency,
+    dcs,
+    dimensions,
     fidelity,
+    hes,
+    markers,
     naturalness,
     persona_adherence,
+    sis,
     stagnation,
     trajectory,
 )
@@ -15,9 +20,14 @@ from loom_sim.scoring.scorers import (
 __all__ = [
     "capitulation",
     "consistency",
+    "dcs",
+    "dimensions",
     "fidelity",
+    "hes",
+    "markers",
     "naturalness",
     "persona_adherence",
+    "sis",
     "stagnation",
     "trajectory",
 ]
