@@ -74,7 +74,10 @@ def cli() -> None:
 
 def _register() -> None:
     from loom_sim.cli import (
+        cache,
+        compare,
         dry_run,
+        export,
         imports,
         inspect,
         plugins,
@@ -82,8 +85,10 @@ def _register() -> None:
         probe,
         report,
         run,
+        runs,
         schema,
         score,
+        serve,
         signals,
         validate,
         view,
@@ -103,6 +108,11 @@ def _register() -> None:
     cli.add_command(port.port)
     cli.add_command(probe.probe)
     cli.add_command(plugins.plugins)
+    cli.add_command(compare.compare)
+    cli.add_command(runs.runs)
+    cli.add_command(export.export)
+    cli.add_command(serve.serve)
+    cli.add_command(cache.cache)
 
 
 _register()

@@ -74,3 +74,13 @@ def base_url_option() -> Callable[[F], F]:
         metavar="URL",
         help="OpenAI-compatible server for openai/ models (else OPENAI_BASE_URL).",
     )
+
+
+def cache_option() -> Callable[[F], F]:
+    return click.option(
+        "--cache/--no-cache",
+        default=True,
+        show_default=True,
+        help="Serve model replies from the response cache and store new ones "
+        "(loom-sim cache stats|clear).",
+    )

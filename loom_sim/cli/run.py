@@ -8,9 +8,11 @@ from pathlib import Path
 import click
 import trio
 
+from loom_sim.cli.cache import open_cache
 from loom_sim.cli.options import (
     RegistryChoice,
     base_url_option,
+    cache_option,
     concurrency_option,
     timeout_option,
 )
@@ -80,7 +82,7 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 
 
 @click.command()
-@click.argument("config_path", metavar="CONFIG", required=False, type=click.Path(path_type=str))
+@click.argument("config_paths", metavar="CONFIG...", nargs=-1, type=click.Path(path_type=str))
 @click.option(
     "--turns", "-n", type=click.IntRange(min=1), help="Turns per rollout (default: expected_turns)."
 )
@@ -91,7 +93,13 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 @click.option(
     "--persona-model", metavar="SPEC", help="Model playing the persona (default local/smollm2)."
 )
-@click.option("--target", metavar="SPEC", help="Model under evaluation (default local/smollm2).")
+@click.option(
+    "--target",
+    metavar="SPEC",
+    multiple=True,
+    help="Model under evaluation (default local/smollm2); repeat it, or give several CONFIGs, "
+    "for a matrix run of every config x target.",
+)
 @click.option(
     "--judge-model",
     metavar="SPEC",
@@ -153,6 +161,7 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 )
 @timeout_option(default=None)
 @click.option("--no-score", is_flag=True, help="Skip scoring (and the report) at the end.")
+@cache_option()
 @click.option(
     "--resume",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -160,26 +169,40 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
     help="Continue an interrupted run.",
 )
 def run(
-    config_path: str | None,
+    config_paths: tuple[str, ...],
     resume: Path | None,
     base_url: str | None,
     concurrency: int,
     no_score: bool,
+    cache: bool,
     **defining,
 ) -> None:
     """Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn is
-    written as it completes."""
+    written as it completes. Several CONFIGs, several --target, or a suite file: a matrix
+    run of every config x target x rollout in one run directory."""
+    from loom_sim.cli import matrix
+    from loom_sim.store.matrix_file import is_matrix
+
+    targets: tuple[str, ...] = defining.pop("target")
+    config_path = config_paths[0] if config_paths else None
     if resume is not None:
         given = [f"--{name.replace('_', '-')}" for name in _DEFINING if defining.get(name)]
-        if config_path or given:
+        given += ["--target"] if targets else []
+        if config_paths or given:
             raise LoomError(
                 "--resume continues a run with the settings in its run.json; leave out "
-                + ", ".join(([config_path] if config_path else []) + given)
+                + ", ".join([*config_paths, *given])
             )
+        if is_matrix(resume):
+            matrix.run_matrix(
+                matrix.resume_plan(resume, concurrency, base_url), no_score, concurrency, cache
+            )
+            return
         plan = plan_resume(resume, concurrency=concurrency, base_url=base_url)
     else:
         if config_path is None:
             raise LoomError("give a CONFIG file to run, or --resume RUN_DIR")
+        defining["target"] = targets[0] if len(targets) == 1 else None
         options = RunOptions(
             turns=defining["turns"],
             rollouts=defining["rollouts"] or 1,
@@ -200,8 +223,14 @@ def run(
             role_models=_pairs(defining["model"], "--model", "ROLE=SPEC, e.g. judge=openai/x"),
             prices=_prices(defining["price"]),
         )
-        plan = plan_run(find(config_path, "examples", "ported"), options, argv=sys.argv[1:])
-    hub = make_hub(plan)
+        paths = [find(p, "examples", "ported") for p in config_paths]
+        if matrix.wanted(paths, targets):
+            plan_ = matrix.new_plan(paths, list(targets), options, argv=sys.argv[1:])
+            matrix.run_matrix(plan_, no_score, concurrency, cache)
+            return
+        plan = plan_run(paths[0], options, argv=sys.argv[1:])
+    store = click.get_current_context().with_resource(open_cache(cache))
+    hub = make_hub(plan, store)
     for spec in unknown_prices(hub, plan.models):
         click.echo(
             f"note: {spec} has no known price: its cost is recorded as unknown "
@@ -231,7 +260,7 @@ def run(
 
         click.echo("scoring...", err=True)
         summary = score_directory(
-            plan.dir, ScoreOptions(concurrency=concurrency), plan.base_url, plan.timeout_s
+            plan.dir, ScoreOptions(concurrency=concurrency), plan.base_url, plan.timeout_s, store
         )
         click.echo(
             f"scored {summary.scored_turns} turns "
