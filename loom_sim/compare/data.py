@@ -171,6 +171,8 @@ def _sentence(scorer: str, a: str, b: str, found: Interval, paired: bool) -> str
     diff = f"{b} − {a} = {found.estimate:+.2f}".replace("-", "−")
     if found.low is None or found.high is None:
         return f"{scorer}: {diff} ({how}): too few rollouts to tell it from noise."
+    if paired and found.low == found.high == found.estimate == 0.0:
+        return f"{scorer}: the same for {a} and {b} in every pair ({how}): no difference."
     ci = f"95% CI {found.low:+.2f} to {found.high:+.2f}".replace("-", "−")
     if found.contains(0.0):
         return f"{scorer}: {diff} ({ci}, {how}): within noise — no difference can be claimed."

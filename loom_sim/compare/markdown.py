@@ -105,8 +105,9 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_markdown(data: dict[str, Any], title: str = "Comparison") -> str:
-    configs = [c for c in data["configs"]]
-    lines = [f"# {title}: {len(data['targets'])} targets × {len(configs)} configs", ""]
+    configs = list(data["configs"])
+    real = [c for c in configs if c in data["curves"].get(data["scorers"][0], {})] or configs
+    lines = [f"# {title}: {len(data['targets'])} targets × {len(real)} configs", ""]
     for notice in data["notices"]:
         lines += [f"> **Note.** {notice}", ""]
     lines.append(
@@ -123,22 +124,25 @@ def render_markdown(data: dict[str, Any], title: str = "Comparison") -> str:
         lines += _table(header, rows)
         lines.append("")
     lines += ["## Differences", ""]
-    sentences = [d for d in data["differences"]]
-    if not sentences:
-        lines.append("One target only: nothing to compare it with.")
-    else:
-        beyond = [d for d in sentences if d["within_noise"] is False]
-        lines.append(
-            f"{len(beyond)} of {len(sentences)} differences are more than noise."
-            if beyond
-            else f"None of the {len(sentences)} differences is more than noise."
-        )
+    if not data["differences"]:
+        lines += ["One target only: nothing to compare it with.", ""]
+    for config in configs:
+        mine = [d for d in data["differences"] if d["config"] == config]
+        if not mine:
+            continue
+        beyond = [d for d in mine if d["within_noise"] is False]
+        rest = [d for d in mine if d["within_noise"] is not False]
+        lines += [
+            f"**{config}**: {len(beyond)} of {len(mine)} differences are more than noise.",
+            "",
+        ]
+        lines += [f"- {d['sentence']}" for d in beyond]
+        if rest:
+            names = ", ".join(d["scorer"] for d in rest if d["within_noise"] is True)
+            few = ", ".join(d["scorer"] for d in rest if d["within_noise"] is None)
+            if names:
+                lines.append(f"- Within noise: {names}.")
+            if few:
+                lines.append(f"- Too few rollouts to tell: {few}.")
         lines.append("")
-        for config in configs:
-            mine = [d for d in sentences if d["config"] == config]
-            if mine:
-                lines.append(f"**{config}**")
-                lines.append("")
-                lines += [f"- {d['sentence']}" for d in mine]
-                lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -32,6 +32,7 @@ __all__ = [
     "FORMATS",
     "ROLLOUT_COLUMNS",
     "TURN_COLUMNS",
+    "columns_markdown",
     "rollout_rows",
     "turn_rows",
     "write_rows",
@@ -227,3 +228,24 @@ def write_rows(
         tmp.write_text(text, encoding="utf-8", newline="")
         tmp.replace(path)
     return count
+
+
+def columns_markdown() -> str:
+    """The documented columns, as docs/workbench.md shows them (scripts/gen-docs)."""
+    lines = ["One row per turn (`turns.csv` / `turns.jsonl`):", ""]
+    lines += ["| column | what it holds |", "| --- | --- |"]
+    head = list(TURN_COLUMNS)[: list(TURN_COLUMNS).index("injection") + 1]
+    for name in head:
+        lines.append(f"| `{name}` | {TURN_COLUMNS[name]} |")
+    for name, what in TURN_FAMILIES.items():
+        lines.append(f"| `{name}` | {what} |")
+    for name in TURN_COLUMNS:
+        if name not in head:
+            lines.append(f"| `{name}` | {TURN_COLUMNS[name]} |")
+    lines += ["", "One row per rollout (`rollouts.csv` / `rollouts.jsonl`):", ""]
+    lines += ["| column | what it holds |", "| --- | --- |"]
+    for name, what in ROLLOUT_COLUMNS.items():
+        lines.append(f"| `{name}` | {what} |")
+    for name, what in ROLLOUT_FAMILIES.items():
+        lines.append(f"| `{name}` | {what} |")
+    return "\n".join(lines)

@@ -96,7 +96,7 @@ def _pending(cell: CellRef, record: RunRecord) -> Transcript:
         stop_reason=None,
         stop_detail="not started",
         error=None,
-        persona=record.loom_config.persona_name if record.config else "?",
+        persona=_persona_name(record),
         config=record.config_name,
         models=dict(record.models),
         template_version=record.template_version,
@@ -109,6 +109,12 @@ def _pending(cell: CellRef, record: RunRecord) -> Transcript:
         ended_at=0.0,
         duration_s=0.0,
     )
+
+
+def _persona_name(record: RunRecord) -> str:
+    """From the recorded config as data: validating it would need every plug-in it names."""
+    identity = (record.config.get("persona") or {}).get("identity") or {}
+    return str(identity.get("name") or "?")
 
 
 def _transcript(folder: Path, cell: CellRef, record: RunRecord) -> Transcript:
