@@ -5,6 +5,7 @@ never counted as values."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -26,7 +27,15 @@ from loom_sim.compare import build_compare, parse_rate
 from loom_sim.compare.html import render_html
 from loom_sim.compare.markdown import render_markdown
 from loom_sim.errors import LoomError
-from loom_sim.intervals import bootstrap_difference, bootstrap_mean, rate, wilson
+from loom_sim.intervals import (
+    bootstrap_difference,
+    bootstrap_mean,
+    permutation_test,
+    rate,
+    sign_test,
+    wilson,
+)
+from loom_sim.runs.load import load_results
 
 CONFIG = "mania_patient.yaml"
 VARIED, PARAPHRASE = TARGETS
@@ -72,6 +81,17 @@ def test_the_bootstrap_is_deterministic_and_honest_about_small_samples():
     assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)
     apart = bootstrap_difference([0.9, 0.8, 0.85], [0.1, 0.2, 0.15], paired=False)
     assert apart.low > 0 and apart.method == "bootstrap (unpaired)"
+    assert apart.p_value == pytest.approx(0.1)  # 2 of the 20 splits are as extreme
+
+
+def test_the_exact_tests():
+    assert sign_test([1, 1, 1]) == 0.25
+    assert sign_test([0.2] * 6) == pytest.approx(0.03125)
+    assert sign_test([0.1, -0.1, 0.3, 0, 0]) == 1.0
+    assert sign_test([0, 0]) == 1.0
+    assert permutation_test([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+    many = permutation_test(list(range(20)), list(range(5, 25)))  # sampled: C(40, 20) splits
+    assert 0.0 < many < 1.0 and many == permutation_test(list(range(20)), list(range(5, 25)))
 
 
 # ─── the comparison ─────────────────────────────────────────────────────────
@@ -117,7 +137,8 @@ def test_a_pass_fail_scorer_is_a_rate_with_a_wilson_interval(data):
     para = data["table"][CONFIG][PARAPHRASE]["scores"]["mirrors"]
     assert varied["method"] == para["method"] == "wilson"
     assert (varied["estimate"], para["estimate"]) == (0.0, 1.0)
-    assert varied["ci95"] == [0.0, pytest.approx(0.5615, abs=1e-4)]
+    assert varied["ci95"] == [0.0, pytest.approx(wilson(0, ROLLOUTS)[1], abs=1e-6)]
+    assert varied["ci95"][1] == pytest.approx(0.3903, abs=1e-4)  # 0 of 6
 
 
 def test_paired_differences_say_when_they_are_noise(data):
@@ -125,13 +146,38 @@ def test_paired_differences_say_when_they_are_noise(data):
     mirrors = diffs["mirrors"]
     assert mirrors["paired"] and mirrors["n"] == ROLLOUTS and mirrors["a"] == VARIED
     assert mirrors["estimate"] == 1.0 and mirrors["within_noise"] is False
+    assert mirrors["p_value"] == pytest.approx(2 / 2**ROLLOUTS)  # six pairs, all one way
     assert "scripted/paraphrase scores 1.00 higher than scripted/varied" in mirrors["sentence"]
+    assert "more than noise" in mirrors["sentence"]
     same = diffs["persona_adherence"]  # the judge is a seeded stand-in: the same either way
     assert same["within_noise"] is True and "the same for" in same["sentence"]
-    noisy = diffs["reply_length"]  # differs a little, rollout by rollout, both ways
-    assert noisy["estimate"] != 0 and noisy["ci95"][0] < 0 < noisy["ci95"][1]
-    assert noisy["within_noise"] is True
-    assert "within noise — no difference can be claimed" in noisy["sentence"]
+    mixed = diffs["reply_length"]  # longer replies in 5 pairs of 6: not enough to call it
+    assert mixed["ci95"][0] > 0 and mixed["p_value"] > 0.05 and mixed["within_noise"] is None
+    assert "too few or too mixed" in mixed["sentence"]
+
+
+def test_a_difference_whose_interval_holds_zero_is_within_noise(runs):
+    with extra_scorers():
+        data = build_compare([runs["a"], runs["b-other-seed"]])
+    noisy = [d for d in data["differences"] if d["within_noise"] is True and d["estimate"]]
+    assert noisy, "two seeds of a seeded stand-in judge differ both ways somewhere"
+    for d in noisy:
+        assert d["ci95"][0] <= 0 <= d["ci95"][1] and not d["paired"]
+        assert "within noise — no difference can be claimed" in d["sentence"]
+
+
+def test_too_few_rollouts_are_never_called_more_than_noise(runs):
+    """Three pairs that all agree: the bootstrap interval is [1, 1], but a sign test cannot
+    reach 5 % with three pairs (p = 0.25), so the sentence says to run more."""
+    whole = load_results(runs["matrix"])
+    first_three = dataclasses.replace(whole, rollouts=whole.rollouts[: 2 * 3])
+    with extra_scorers():
+        data = build_compare([first_three])
+    mirrors = next(d for d in data["differences"] if d["scorer"] == "mirrors")
+    assert mirrors["n"] == 3 and mirrors["ci95"] == [1.0, 1.0]
+    assert mirrors["within_noise"] is None and mirrors["p_value"] == 0.25
+    assert "too few or too mixed to call it more than noise" in mirrors["sentence"]
+    assert "too few to tell" in render_markdown(data)
 
 
 def test_two_single_runs_with_one_seed_pair_up_and_with_two_do_not(runs):
@@ -175,7 +221,7 @@ def test_markdown_and_html_show_the_targets_side_by_side(data):
     md = render_markdown(data)
     header = next(line for line in md.splitlines() if line.startswith("| scorer |"))
     assert VARIED in header and PARAPHRASE in header and "−" in header
-    assert re.search(r"\| mirrors \| 0\.00 \[0\.00, 0\.56\] n=3 rate \| 1\.00", md)
+    assert re.search(r"\| mirrors \| 0\.00 \[0\.00, 0\.39\] n=6 rate \| 1\.00", md)
     html = render_html(data)
     assert "<script" not in html and "http" not in html.replace("http-equiv", "")
     charts = re.findall(r'<svg class="chart"', html)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from workbench_runs import make_matrix, make_single
+from workbench_runs import ROLLOUTS, TURNS, make_matrix, make_single
 
 from loom_sim.cli import cli
 from loom_sim.runs.catalog import find_runs
@@ -62,11 +62,11 @@ def test_every_run_newest_first_with_its_status(results):
         "broken": "unreadable",
     }
     by = {r.path: r for r in runs}
-    assert by["matrix"].kind == "matrix" and by["matrix"].cells == 6
+    assert by["matrix"].kind == "matrix" and by["matrix"].cells == 2 * ROLLOUTS
     assert by["matrix"].targets == ["scripted/varied", "scripted/paraphrase"]
     assert by["group/partial"].resumable and by["failed"].resumable
     assert not by["done"].resumable
-    assert by["done"].turns == by["done"].planned_turns == 12
+    assert by["done"].turns == by["done"].planned_turns == ROLLOUTS * TURNS
     assert by["done"].cost_usd == 0.0
     assert "not JSON" in (by["broken"].problem or "")
 

@@ -1,6 +1,6 @@
 """Real runs for the workbench tests (compare, export, runs, the viewer), made in code.
 
-A matrix of one config x two scripted targets x three rollouts, scored by the real engine with
+A matrix of one config x two scripted targets x six rollouts, scored by the real engine with
 two scorers registered from test code beside the built-in ones:
 
 * ``reply_length`` — per turn, the target's reply length on 0..1; *not applicable* on turn 0
@@ -29,7 +29,7 @@ from loom_sim.store.records import Score
 
 MANIA = Path(__file__).resolve().parent.parent / "configs" / "examples" / "mania_patient.yaml"
 TARGETS = ("scripted/varied", "scripted/paraphrase")
-TURNS, ROLLOUTS, SEED = 4, 3, 21
+TURNS, ROLLOUTS, SEED = 4, 6, 21
 FAILS_AT = 2
 
 

@@ -18,7 +18,9 @@ How the numbers are made:
   ``--seed`` do too): the rollout with index i against one target is compared with rollout i
   against the other, and the pairs' differences are bootstrapped. Otherwise the two samples
   are bootstrapped separately. A difference whose interval contains 0 is said, in a plain
-  sentence, to be within noise.
+  sentence, to be within noise; one whose interval leaves 0 is called more than noise only if
+  an exact test (sign test for pairs, permutation test otherwise) agrees at the 5 % level —
+  the bootstrap alone is too confident on a handful of rollouts.
 * **Scores that are not values** — a failure (``None`` with a reason) or a turn the scorer does
   not apply to — are never counted as 0: they are left out and counted apart.
 
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from loom_sim.errors import LoomError
-from loom_sim.intervals import Interval, bootstrap_difference, bootstrap_mean, rate
+from loom_sim.intervals import ALPHA, Interval, bootstrap_difference, bootstrap_mean, rate
 from loom_sim.report.data import EMBEDDED_JUDGE, EMBEDDED_NOTICE, SCRIPTED_NOTICE
 from loom_sim.runs.load import RolloutResult, RunResults, load_results
 from loom_sim.runs.scores import rollout_value, scorer_names, turn_value
@@ -153,6 +155,8 @@ def _difference(
             paired=False,
         )
     within = found.contains(0.0)
+    if within is False and (found.p_value is None or found.p_value >= ALPHA):
+        within = None  # the interval leaves 0, but too few rollouts for the exact test
     return {
         "scorer": scorer,
         "a": a,
@@ -176,10 +180,16 @@ def _sentence(scorer: str, a: str, b: str, found: Interval, paired: bool) -> str
     ci = f"95% CI {found.low:+.2f} to {found.high:+.2f}".replace("-", "−")
     if found.contains(0.0):
         return f"{scorer}: {diff} ({ci}, {how}): within noise — no difference can be claimed."
+    test = f"{'sign' if paired else 'permutation'} test p = {found.p_value:.2g}"
+    if found.p_value is None or found.p_value >= ALPHA:
+        return (
+            f"{scorer}: {diff} ({ci}, {how}): the interval leaves 0, but the rollouts are too "
+            f"few or too mixed to call it more than noise ({test}); run more rollouts."
+        )
     direction = "higher" if found.estimate > 0 else "lower"
     return (
         f"{scorer}: {b} scores {abs(found.estimate):.2f} {direction} than {a} "
-        f"({ci}, {how}): more than noise."
+        f"({ci}, {how}, {test}): more than noise."
     )
 
 
@@ -275,7 +285,7 @@ def build_compare(
         "differences": differences,
         "curves": curves,
         "judges": judges,
-        "notices": _notices(judges, every, rollouts),
+        "notices": _notices(judges, every, rollouts, scorers),
     }
 
 
@@ -312,8 +322,12 @@ def _run_entry(run: RunResults) -> dict[str, Any]:
     }
 
 
-def _notices(judges: list[str], every: list[RolloutResult], used: list[RolloutResult]) -> list[str]:
+def _notices(
+    judges: list[str], every: list[RolloutResult], used: list[RolloutResult], scorers: list[str]
+) -> list[str]:
     notices = []
+    if not scorers:
+        notices.append("No rollout is scored yet: `loom-sim score RUN_DIR` scores them.")
     if any(j.startswith(EMBEDDED_JUDGE) for j in judges):
         notices.append(EMBEDDED_NOTICE)
     elif any(j.startswith("scripted/") for j in judges):

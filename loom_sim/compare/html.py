@@ -22,6 +22,8 @@ __all__ = ["PALETTE", "compare_body", "curve_chart", "render_html", "stylesheet"
 
 #: Line colours by target position (colour-blind-safe: Okabe and Ito's palette).
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+#: Dashes by target position, so a line drawn over an identical one still shows.
+DASHES = ("", "6 3", "2 3", "8 3 2 3")
 
 
 def _n(x: float) -> str:
@@ -58,8 +60,10 @@ def curve_chart(title: str, lines: dict[str, list[float | None]], colors: dict[s
             f'<text x="{_n(x(turn))}" y="{height - 6}" text-anchor="middle" class="tick">'
             f"{turn}</text>"
         )
-    for target, series in lines.items():
+    for k, (target, series) in enumerate(lines.items()):
         color = colors.get(target, "#444")
+        dash = DASHES[k % len(DASHES)]
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
         runs: list[list[str]] = [[]]
         for turn, value in enumerate(series):
             if value is None:
@@ -75,7 +79,7 @@ def curve_chart(title: str, lines: dict[str, list[float | None]], colors: dict[s
                 )
             elif run:
                 parts.append(
-                    f'<polyline fill="none" stroke="{color}" stroke-width="1.8" '
+                    f'<polyline fill="none" stroke="{color}" stroke-width="1.8"{dashed} '
                     f'points="{" ".join(run)}" class="curve" data-target="{escape(target)}">'
                     f"<title>{escape(target)}</title></polyline>"
                 )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loom_sim.compare.data import ALL_CONFIGS
+
 __all__ = ["cell_text", "difference_text", "render_markdown", "scorer_rows"]
 
 
@@ -93,6 +95,10 @@ def scorer_rows(data: dict[str, Any], config: str) -> tuple[list[str], list[list
     return header, rows
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -106,8 +112,9 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def render_markdown(data: dict[str, Any], title: str = "Comparison") -> str:
     configs = list(data["configs"])
-    real = [c for c in configs if c in data["curves"].get(data["scorers"][0], {})] or configs
-    lines = [f"# {title}: {len(data['targets'])} targets × {len(real)} configs", ""]
+    real = [c for c in configs if c != ALL_CONFIGS]
+    lines = [f"# {title}: {_count(len(data['targets']), 'target')} × {_count(len(real), 'config')}"]
+    lines.append("")
     for notice in data["notices"]:
         lines += [f"> **Note.** {notice}", ""]
     lines.append(

@@ -143,12 +143,19 @@ def summarise_run(run_dir: Path, root: Path | None = None) -> RunSummary:
 
 
 def _run_dirs(root: Path) -> list[Path]:
+    """Run folders in ``root`` and one level down; a link leading outside ``root`` is not
+    followed (the viewer serves nothing outside its folder, so it lists nothing there)."""
+    base = root.resolve()
+
+    def inside(path: Path) -> bool:
+        return path.is_dir() and path.resolve().is_relative_to(base)
+
     found = []
-    for child in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for child in sorted(p for p in root.iterdir() if not p.name.startswith(".") and inside(p)):
         if (child / RUN_FILE).is_file():
             found.append(child)
             continue
-        found += [g for g in sorted(child.iterdir()) if g.is_dir() and (g / RUN_FILE).is_file()]
+        found += [g for g in sorted(child.iterdir()) if inside(g) and (g / RUN_FILE).is_file()]
     return found
 
 

@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from loom_sim import __version__
 from loom_sim.errors import LoomError
+from loom_sim.store.matrix_file import is_matrix
 from loom_sim.web.live import events
 from loom_sim.web.pages import Filters, compare_page, grade, rollout_page, run_page, runs_page
 from loom_sim.web.paths import NotFound, Resolver
@@ -115,7 +116,14 @@ def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float 
 
         rel = request.path_params["path"]
         try:
-            html = render_html(build_report(resolver.run_dir(rel)))
+            run_dir = resolver.run_dir(rel)
+            if is_matrix(run_dir):  # a matrix's report is its comparison
+                from loom_sim.compare import build_compare
+                from loom_sim.compare.html import render_html as render_compare
+
+                html = render_compare(build_compare([run_dir]), f"Matrix run {run_dir.name}")
+            else:
+                html = render_html(build_report(run_dir))
         except NotFound:
             return _not_found(f"No run at {rel!r} in this results folder.")
         except LoomError as err:

@@ -7,13 +7,16 @@ autoescape it, and nothing here marks any of it safe.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loom_sim.assembler import Assembler
+from loom_sim.config import LoomConfig
 from loom_sim.errors import LoomError
+from loom_sim.plugins.scorers import SCORERS
 from loom_sim.report.data import load_transcript, partial_transcript
 from loom_sim.runs.catalog import find_runs
 from loom_sim.runs.load import RunResults, load_results
@@ -198,6 +201,25 @@ def _turn(
     }
 
 
+def _config(record: RunRecord) -> LoomConfig | None:
+    """The run's config for showing its prompts. A run made with a plug-in scorer that is not
+    installed here records that scorer's settings, which no longer validate: for reading, its
+    section is set aside (the prompts do not depend on it)."""
+    try:
+        return record.loom_config
+    except LoomError:
+        pass
+    data = copy.deepcopy(record.config)
+    scoring = (data.get("evaluation") or {}).get("scoring")
+    if isinstance(scoring, dict):
+        known = {info.config_key for info in SCORERS}
+        data["evaluation"]["scoring"] = {k: v for k, v in scoring.items() if k in known}
+    try:
+        return LoomConfig.model_validate(data)
+    except ValueError:
+        return None
+
+
 def rollout_page(resolver: Resolver, rel: str) -> dict[str, Any]:
     folder = resolver.rollout_dir(rel)
     run_dir = folder.parent
@@ -210,12 +232,8 @@ def rollout_page(resolver: Resolver, rel: str) -> dict[str, Any]:
         if (folder / TRANSCRIPT_FILE).is_file()
         else partial_transcript(folder, record)
     )
-    assembler = None
-    if record is not None and not record.imported_from:
-        try:
-            assembler = Assembler(record.loom_config, record.turns)
-        except LoomError:
-            assembler = None
+    config = _config(record) if record is not None and not record.imported_from else None
+    assembler = Assembler(config, record.turns) if config is not None and record else None
     order = scorer_names([transcript])
     turns, last_full = [], None
     for turn in transcript.turns:
