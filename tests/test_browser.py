@@ -123,7 +123,10 @@ def test_a_rollout_shows_turns_and_scores(browser, server):
     assert {"persona_adherence", "naturalness", "reply_length", "mirrors"} <= scorers
     values = {value for name, value in scores if name == "reply_length"}
     assert {"n/a", "failed"} <= values and any(v[0].isdigit() for v in values)
-    # The first turn's scaffolding is open and shows the prompt the persona was given.
+    # A turn's scaffolding opens on a click and shows the prompt the persona was given.
+    assert browser.js("return document.querySelector('pre.prompt').checkVisibility()") is False
+    browser.js("document.querySelector('details.scaffolding summary').click()")
+    assert browser.js("return document.querySelector('pre.prompt').checkVisibility()") is True
     assert "MUST DO" in browser.js("return document.querySelector('pre.prompt').innerText")
     check(browser, "rollout")
 

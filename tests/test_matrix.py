@@ -139,7 +139,7 @@ def test_single_commands_read_an_arm_and_refuse_the_matrix_plainly(matrix):
     with pytest.raises(LoomError, match="matrix run of 4 arms; give one of its arms"):
         read_run(matrix)
     viewed = invoke("view", str(matrix))
-    assert viewed.exit_code == 1 and "Traceback" not in viewed.output
+    assert viewed.exit_code == 1 and "is a matrix run; name one of its cells" in viewed.stderr
 
 
 def test_score_and_report_walk_every_arm(matrix, tmp_path):
@@ -323,3 +323,42 @@ def test_a_version_2_run_resumes_as_it_would_have(tmp_path):
     assert {k: third[k] for k in ("persona", "interlocutor")} == expected["turn_2"]
     assert invoke("view", str(run)).exit_code == 0
     assert invoke("export", str(run)).exit_code == 0
+
+
+def test_one_budget_is_shared_by_every_cell(tmp_path):
+    """The matrix has one budget, not one per arm. A first turn costs c; the budget is 1.5 c.
+    One cell at a time, in the matrix's order (arm A, arm B, arm A, arm B): the first cell
+    spends c, goes on, and crosses the budget after its second turn; every later cell makes
+    the one turn a rollout always makes and stops. Budgets per arm would let arm B's first
+    cell make two turns too."""
+    price = "100000/100000"  # USD per million tokens
+    common = [
+        "--seed", "1", "--persona-model", "openai/persona", "--judge-model", "scripted/judge",
+        "--price", f"openai/a={price}", "--price", f"openai/b={price}",
+        "--price", f"openai/persona={price}", "--no-score",
+    ]  # fmt: skip
+    with FakeOpenAIServer() as server:
+        first = tmp_path / "first"
+        made = invoke(
+            "run", str(MANIA), "--target", "openai/a", "--turns", "1", "-o", str(first),
+            "--base-url", server.base_url, *common,
+        )  # fmt: skip
+        assert made.exit_code == 0, made.output
+        turn = json.loads((first / "rollout_000" / "turns.jsonl").read_text())
+        cost = sum(u["cost_usd"] for u in turn["usage"].values())
+        out = tmp_path / "m"
+        result = invoke(
+            "run", str(MANIA), "--target", "openai/a", "--target", "openai/b",
+            "--rollouts", "2", "--turns", "4", "--max-cost", str(1.5 * cost),
+            "--concurrency", "1", "-o", str(out), "--base-url", server.base_url, *common,
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    transcripts = [
+        json.loads((out / cell.id / "transcript.json").read_text())
+        for cell in read_matrix(out).cells()
+    ]
+    assert [t["rollout"] for t in transcripts] == ["rollout_000", "rollout_000"] + [
+        "rollout_001"
+    ] * 2
+    assert {t["stop_reason"] for t in transcripts} == {"cost_budget"}
+    assert [len(t["turns"]) for t in transcripts] == [2, 1, 1, 1]
