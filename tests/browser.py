@@ -134,7 +134,7 @@ class Browser:
     def js(self, script: str, *args: Any) -> Any:
         return self._post("/execute/sync", {"script": script, "args": list(args)})
 
-    def wait_until(self, script: str, timeout: float = 20.0) -> Any:
+    def wait_until(self, script: str, timeout: float = 60.0) -> Any:
         deadline = time.monotonic() + timeout
         while True:
             found = self.js(script)
