@@ -144,16 +144,31 @@ def test_the_compare_page(browser, server):
 
 
 def test_a_live_run_updates_itself(browser, server, root):
+    """A run still going: its page and its rollout's page follow it over server-sent events,
+    turn by turn, until it is done."""
     live = root / "live"
     shutil.copytree(root / "single", live)
     done = (root / "single" / "rollout_001" / "transcript.json").read_bytes()
     rest = cut_to_live(live)
+    turns = live / "rollout_001" / "turns.jsonl"
+    planned = ROLLOUTS * TURNS
+    finished = planned - len(rest)
+
+    browser.open(f"{server}/run/live")
+    browser.wait_until("return document.body.dataset.live === 'listening'")
+    assert browser.js("return document.getElementById('live-turns').innerText") == str(finished)
+    with turns.open("ab") as fh:
+        fh.write(rest[0])
+    browser.wait_until(
+        f"return document.getElementById('live-turns').innerText === '{finished + 1}'"
+    )
+    check(browser, "live-run")
+
     browser.open(f"{server}/rollout/live/rollout_001")
     browser.wait_until("return document.body.dataset.live === 'listening'")
-    assert browser.js("return document.querySelectorAll('section.turn').length") == 1
+    assert browser.js("return document.querySelectorAll('section.turn').length") == 2
     browser.screenshot(ARTIFACTS / "viewer-live-before.png")
-    turns = live / "rollout_001" / "turns.jsonl"
-    for count, line in enumerate(rest, start=2):  # the rollout goes on, a turn at a time
+    for count, line in enumerate(rest[1:], start=3):  # the rollout goes on, a turn at a time
         with turns.open("ab") as fh:
             fh.write(line)
         browser.wait_until(f"return document.querySelectorAll('section.turn').length === {count}")
@@ -161,7 +176,7 @@ def test_a_live_run_updates_itself(browser, server, root):
     browser.wait_until("return document.body.dataset.live === 'done'")
     browser.wait_until("return document.getElementById('live-status').innerText === 'done'")
     assert browser.js("return document.querySelectorAll('section.turn').length") == TURNS
-    assert int(browser.js("return document.body.dataset.updates")) >= len(rest)
+    assert int(browser.js("return document.body.dataset.updates")) >= len(rest) - 1
     check(browser, "live")
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from workbench_runs import quick_config
 
 from loom_sim.cli import cli
 from loom_sim.errors import LoomError
@@ -362,3 +363,26 @@ def test_one_budget_is_shared_by_every_cell(tmp_path):
     ] * 2
     assert {t["stop_reason"] for t in transcripts} == {"cost_budget"}
     assert [len(t["turns"]) for t in transcripts] == [2, 1, 1, 1]
+
+
+@pytest.mark.slow
+def test_the_embedded_model_is_a_target_like_any_other(tmp_path):
+    """The done-when matrix, cut to what a test can afford: the embedded SmolLM2 beside a
+    scripted target, one turn each; the report and compare put them side by side."""
+    out = tmp_path / "m"
+    result = invoke(
+        "run", str(quick_config(tmp_path)), "--target", "scripted/varied",
+        "--target", "local/smollm2", "--turns", "1", "--seed", "3", "-o", str(out), *MODELS,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    embedded = json.loads(
+        (out / "mania_patient--local-smollm2" / "rollout_000" / "transcript.json").read_text()
+    )
+    assert embedded["status"] == "done" and embedded["models"]["interlocutor"] == "local/smollm2"
+    assert embedded["turns"][0]["interlocutor"].strip()  # the model really answered
+    header = next(
+        line for line in (out / "report.md").read_text().splitlines() if line.startswith("| scorer")
+    )
+    assert "scripted/varied" in header and "local/smollm2" in header
+    compared = invoke("compare", str(out), "--json")
+    assert json.loads(compared.stdout)["targets"] == ["scripted/varied", "local/smollm2"]

@@ -14,6 +14,7 @@ import trio
 from workbench_runs import FAILS_AT, ROLLOUTS, TURNS, make_matrix, make_single
 
 from loom_sim.web.app import create_app
+from loom_sim.web.live import token
 
 ARM = "matrix/mania_patient--scripted-varied"
 INJECTED = "<script>alert('persona')</script>"
@@ -139,6 +140,16 @@ async def test_a_finished_run_streams_its_status_then_ends(client):
     }
 
 
+async def test_a_change_since_the_page_was_made_is_sent_at_once(client, site):
+    """The page names the state it shows; a stream opened after the run moved on says so
+    first thing, so no turn written between the two is missed."""
+    current = token(site["root"] / "single")
+    fresh = _events((await client.get(f"/events/single?since={current}")).text)
+    stale = _events((await client.get("/events/single?since=0123456789abcdef")).text)
+    assert [name for name, _ in fresh] == ["status", "done"]
+    assert [name for name, _ in stale] == ["status", "update", "done"]
+
+
 async def test_a_live_run_streams_each_change_until_it_is_done(site):
     root = site["root"]
     live = root / "live"
@@ -149,7 +160,7 @@ async def test_a_live_run_streams_each_change_until_it_is_done(site):
     got: dict = {}
     async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as http:
         page = await http.get("/rollout/live/rollout_001")
-        assert 'data-live="/events/live"' in page.text
+        assert 'data-live="/events/live?since=' in page.text
         assert page.text.count('<section class="turn"') == 1
 
         async def listen():

@@ -162,8 +162,9 @@ def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float 
             run_dir = resolver.run_dir(rel)
         except NotFound:
             return PlainTextResponse("not found", status_code=404, headers=SECURITY_HEADERS)
+        since = request.query_params.get("since")
         return StreamingResponse(
-            events(run_dir, poll_s=poll_s, lifetime=lifetime),
+            events(run_dir, since=since, poll_s=poll_s, lifetime=lifetime),
             media_type="text/event-stream",
             headers={**SECURITY_HEADERS, "x-accel-buffering": "no"},
         )

@@ -13,6 +13,7 @@ works the same on every filesystem, where inotify-style watchers do not.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from loom_sim.runs.catalog import summarise_run
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.run_file import RUN_FILE
 
-__all__ = ["events", "signature"]
+__all__ = ["events", "signature", "token"]
 
 KEEPALIVE_S = 15.0
 
@@ -40,6 +41,12 @@ def signature(run_dir: Path) -> tuple[tuple[str, int, int], ...]:
                 continue
             found.append((str(path), stat.st_size, stat.st_mtime_ns))
     return tuple(found)
+
+
+def token(run_dir: Path) -> str:
+    """A short digest of :func:`signature`: a page says which state it shows (``?since=``), so
+    a change made between rendering the page and opening its stream is not missed."""
+    return hashlib.sha1(repr(signature(run_dir)).encode()).hexdigest()[:16]
 
 
 def _event(name: str, data: dict) -> str:
@@ -60,13 +67,16 @@ def _state(run_dir: Path) -> dict:
 
 
 async def events(
-    run_dir: Path, *, poll_s: float = 1.0, lifetime: float = 600.0
+    run_dir: Path, *, since: str | None = None, poll_s: float = 1.0, lifetime: float = 600.0
 ) -> AsyncIterator[str]:
-    """The event stream of one run: ``update`` on every change, ``done`` when finished."""
+    """The event stream of one run: ``update`` on every change (and at once when the run has
+    changed since the page's ``since`` token), ``done`` when finished."""
     yield "retry: 2000\n\n"
     seen = signature(run_dir)
     state = _state(run_dir)
     yield _event("status", state)
+    if since is not None and since != hashlib.sha1(repr(seen).encode()).hexdigest()[:16]:
+        yield _event("update", state)
     waited = quiet = 0.0
     while state["status"] == "partial" and waited < lifetime:
         await anyio.sleep(poll_s)

@@ -24,6 +24,7 @@ from loom_sim.runs.scores import SCORED, rollout_value, scorer_names, state
 from loom_sim.store.artifacts import TRANSCRIPT_FILE
 from loom_sim.store.records import Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RunRecord, read_run
+from loom_sim.web.live import token
 from loom_sim.web.paths import Resolver
 
 __all__ = ["compare_page", "rollout_page", "run_page", "runs_page"]
@@ -127,6 +128,7 @@ def run_page(resolver: Resolver, rel: str) -> dict[str, Any]:
         "status": status,
         "comparison": comparison,
         "report": has_turns and results.kind == "run",
+        "since": token(run_dir),
         "parent": _parent_run(resolver, run_dir),
     }
 
@@ -254,6 +256,7 @@ def rollout_page(resolver: Resolver, rel: str) -> dict[str, Any]:
         "scorers": order,
         "aggregates": {s: rollout_value(transcript, s) for s in order},
         "live": transcript.status == "incomplete",
+        "since": token(run_dir),
     }
 
 

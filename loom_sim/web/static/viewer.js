@@ -33,13 +33,14 @@ function listen() {
   const source = new EventSource(live.dataset.live);
   let pending = Promise.resolve();
   const update = () => { pending = pending.then(refresh).catch(() => {}); };
+  source.addEventListener("status", () => { document.body.dataset.live = "listening"; });
   source.addEventListener("update", update);
   source.addEventListener("done", () => {
     source.close();
     update();
     document.body.dataset.live = "done";
   });
-  document.body.dataset.live = "listening";
+  document.body.dataset.live = "connecting";
 }
 
 document.addEventListener("DOMContentLoaded", () => { sizeFrames(); listen(); });
