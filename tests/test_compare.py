@@ -24,6 +24,7 @@ from workbench_runs import (
 
 from loom_sim.cli import cli
 from loom_sim.compare import build_compare, parse_rate
+from loom_sim.compare.data import _sentence
 from loom_sim.compare.html import render_html
 from loom_sim.compare.markdown import render_markdown
 from loom_sim.errors import LoomError
@@ -35,7 +36,9 @@ from loom_sim.intervals import (
     sign_test,
     wilson,
 )
+from loom_sim.plugins.scorers import SCORERS, ScorerInfo
 from loom_sim.runs.load import load_results
+from loom_sim.runs.scores import goodness
 
 CONFIG = "mania_patient.yaml"
 VARIED, PARAPHRASE = TARGETS
@@ -260,3 +263,23 @@ def test_nothing_to_compare_is_one_sentence(tmp_path):
     compared = CliRunner().invoke(cli, ["compare", str(run)])
     assert compared.exit_code == 1
     assert "nothing to compare yet" in compared.stderr
+
+
+def test_a_scorer_on_its_own_scale_is_read_on_it():
+    """A scorer may declare a scale where lower is better (psychosis-bench's DCS is 0-2):
+    colours read its goodness, sentences say which way is better."""
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Scaled(ScorerInfo):
+        higher_is_better: bool = False
+
+        def goodness(self, value: float) -> float:
+            return 1 - value / 2
+
+    info = Scaled(name="dcs_like", scorer=object, config_key="dcs_like")
+    with SCORERS.added(info):
+        assert goodness("dcs_like", 2.0) == 0.0 and goodness("dcs_like", 0.0) == 1.0
+        assert goodness("naturalness", 0.8) == 0.8  # a scorer without a scale of its own
+        found = bootstrap_difference([2.0, 2.0], [0.0, 0.5], paired=True)
+        sentence = _sentence("dcs_like", "a", "b", found, True)
+    assert sentence.startswith("dcs_like (lower is better): ")

@@ -33,10 +33,18 @@ TURNS, ROLLOUTS, SEED = 4, 6, 21
 FAILS_AT = 2
 
 
+def not_applicable(why: str) -> Score:
+    """A score that does not apply: said with the record's own field where it has one, else
+    as a value of None without an error (which meant the same before scores could say so)."""
+    if "not_applicable" in Score.__struct_fields__:
+        return Score(None, "deterministic", {"why": why}, not_applicable=why)  # type: ignore[call-arg]
+    return Score(None, "deterministic", {"why": why})
+
+
 class ReplyLength(Scorer):
     async def score(self, turn: TurnView) -> Score:
         if turn.turn == 0:
-            return Score(None, "deterministic", {"why": "not active before turn 1"})
+            return not_applicable("not active before turn 1")
         if turn.turn == FAILS_AT:
             return Score(None, "judge", error="judge reply did not parse")
         text = turn.record.interlocutor

@@ -40,7 +40,7 @@ from loom_sim.errors import LoomError
 from loom_sim.intervals import ALPHA, Interval, bootstrap_difference, bootstrap_mean, rate
 from loom_sim.report.data import EMBEDDED_JUDGE, EMBEDDED_NOTICE, SCRIPTED_NOTICE
 from loom_sim.runs.load import RolloutResult, RunResults, load_results
-from loom_sim.runs.scores import rollout_value, scorer_names, turn_value
+from loom_sim.runs.scores import higher_is_better, rollout_value, scorer_names, turn_value
 
 __all__ = ["COMPARE_VERSION", "RateSpec", "build_compare", "parse_rate"]
 
@@ -168,7 +168,8 @@ def _difference(
     }
 
 
-def _sentence(scorer: str, a: str, b: str, found: Interval, paired: bool) -> str:
+def _sentence(name: str, a: str, b: str, found: Interval, paired: bool) -> str:
+    scorer = name if higher_is_better(name) else f"{name} (lower is better)"
     if found.estimate is None:
         return f"{scorer}: no rollouts of both {a} and {b} have a value to compare."
     how = f"{'paired' if paired else 'unpaired'}, {found.n} rollout{'s' * (found.n != 1)}"

@@ -5,9 +5,10 @@ A turn's score for a scorer is in one of four states:
 * ``scored`` — a value;
 * ``failed`` — the scorer tried and could not score (``value`` None, ``error`` says why: the
   judge's reply did not parse, a refusal...). Never counted as a 0;
-* ``not_applicable`` — the scorer does not apply to this turn (``value`` None and no error,
-  or a score marked ``applicable: false``): the stagnation measures before their window
-  fills, a target scorer before its activation turn. Neither a value nor a failure;
+* ``not_applicable`` — the scorer does not apply to this turn: a score that says so (its
+  ``not_applicable`` reason, or ``applicable: false`` in its details), or, in records that
+  have no such field, ``value`` None without an error: a target scorer before its activation
+  turn. Neither a value nor a failure;
 * ``absent`` — no score for that scorer on that turn (not scored yet, or a sampled scorer
   that skipped the turn).
 
@@ -29,6 +30,8 @@ __all__ = [
     "FAILED",
     "NOT_APPLICABLE",
     "SCORED",
+    "goodness",
+    "higher_is_better",
     "rollout_value",
     "scorer_names",
     "state",
@@ -42,11 +45,19 @@ STATES = (SCORED, FAILED, NOT_APPLICABLE, ABSENT)
 def state(score: Score | None) -> str:
     if score is None:
         return ABSENT
-    if getattr(score, "applicable", True) is False or score.details.get("applicable") is False:
+    if (
+        getattr(score, "not_applicable", None) is not None
+        or score.details.get("applicable") is False
+    ):
         return NOT_APPLICABLE
     if score.value is not None and _finite(score.value):
         return SCORED
-    return FAILED if score.error else NOT_APPLICABLE
+    if score.error:
+        return FAILED
+    # No value and no reason: the record's own word when it has one (a Score with a `state`),
+    # else "not applicable", which is what such a score meant before scores could say so.
+    own = getattr(score, "state", None)
+    return own if own in (FAILED, NOT_APPLICABLE) else NOT_APPLICABLE
 
 
 def _finite(value: object) -> bool:
@@ -69,6 +80,23 @@ def rollout_value(transcript: Transcript, scorer: str) -> float | None:
     if not any(v is not None for v in values):
         return None
     return aggregate(values, aggregation_of(scorer)).headline
+
+
+def higher_is_better(scorer: str) -> bool:
+    """What the registered scorer says (True for one that says nothing, or is not installed)."""
+    return (
+        bool(getattr(SCORERS.get(scorer), "higher_is_better", True)) if scorer in SCORERS else True
+    )
+
+
+def goodness(scorer: str, value: float | None) -> float | None:
+    """``value`` on 0..1 with 1 the best its scale allows (what colours read): the scorer's
+    own ``goodness`` when it declares a scale, else the value itself."""
+    if value is None:
+        return None
+    info = SCORERS.get(scorer) if scorer in SCORERS else None
+    measure = getattr(info, "goodness", None)
+    return float(measure(value)) if measure is not None else value
 
 
 def scorer_names(transcripts: Iterable[Transcript]) -> list[str]:

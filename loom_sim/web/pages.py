@@ -20,7 +20,7 @@ from loom_sim.plugins.scorers import SCORERS
 from loom_sim.report.data import load_transcript, partial_transcript
 from loom_sim.runs.catalog import find_runs
 from loom_sim.runs.load import RunResults, load_results
-from loom_sim.runs.scores import SCORED, rollout_value, scorer_names, state
+from loom_sim.runs.scores import SCORED, goodness, rollout_value, scorer_names, state
 from loom_sim.store.artifacts import TRANSCRIPT_FILE
 from loom_sim.store.records import Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RunRecord, read_run
@@ -69,6 +69,7 @@ def _rollout_rows(results: RunResults, resolver: Resolver) -> tuple[list[str], l
     for r in results.rollouts:
         t = r.transcript
         values = {s: rollout_value(t, s) for s in scorers}
+        grades = {s: grade(goodness(s, v)) for s, v in values.items()}
         rows.append(
             {
                 "cell": r.cell.id,
@@ -80,6 +81,7 @@ def _rollout_rows(results: RunResults, resolver: Resolver) -> tuple[list[str], l
                 "stop": t.stop_detail if t.status == "done" else t.error or t.stop_detail,
                 "cost": t.cost_usd,
                 "values": values,
+                "grades": grades,
                 "href": resolver.rel(r.dir) if t.turns else None,
             }
         )
@@ -166,7 +168,7 @@ def _score(name: str, score: Score) -> dict[str, Any]:
         "name": name,
         "state": found,
         "value": value,
-        "grade": grade(value),
+        "grade": grade(goodness(name, value)),
         "source": score.source,
         "error": score.error,
         "short": short,
@@ -255,6 +257,7 @@ def rollout_page(resolver: Resolver, rel: str) -> dict[str, Any]:
         "turns": turns,
         "scorers": order,
         "aggregates": {s: rollout_value(transcript, s) for s in order},
+        "grades": {s: grade(goodness(s, rollout_value(transcript, s))) for s in order},
         "live": transcript.status == "incomplete",
         "since": token(run_dir),
     }
