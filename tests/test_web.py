@@ -224,7 +224,7 @@ async def test_it_is_read_only(client):
 
 async def test_an_unknown_run_is_a_plain_not_found(client):
     reply = await client.get("/run/nope")
-    assert reply.status_code == 404 and "No run at &#39;nope&#39;" in reply.text
+    assert reply.status_code == 404 and "Nothing to show at &#39;nope&#39;" in reply.text
 
 
 def _html(text: str) -> str:

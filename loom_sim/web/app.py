@@ -87,10 +87,6 @@ def _page(template: str, code: int = 200, **context) -> HTMLResponse:
     return HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
 
 
-def _not_found(what: str) -> HTMLResponse:
-    return _page("error.html.j2", 404, title="Not found", message=what)
-
-
 def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float = 600.0):
     """The viewer of ``results_dir``; ``poll_s`` and ``lifetime`` pace the live streams."""
     resolver = Resolver(Path(results_dir))
@@ -101,67 +97,37 @@ def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float 
         return _page("runs.html.j2", **runs_page(resolver, filters))
 
     async def run(request: Request) -> Response:
-        rel = request.path_params["path"]
-        try:
-            context = run_page(resolver, rel)
-        except NotFound:
-            return _not_found(f"No run at {rel!r} in this results folder.")
-        except LoomError as err:
-            return _page("error.html.j2", 422, title="Unreadable run", message=str(err))
-        return _page("run.html.j2", **context)
+        return _page("run.html.j2", **run_page(resolver, request.path_params["path"]))
 
     async def report(request: Request) -> Response:
         from loom_sim.report.data import build_report
         from loom_sim.report.html import render_html
 
-        rel = request.path_params["path"]
-        try:
-            run_dir = resolver.run_dir(rel)
-            if is_matrix(run_dir):  # a matrix's report is its comparison
-                from loom_sim.compare import build_compare
-                from loom_sim.compare.html import render_html as render_compare
+        run_dir = resolver.run_dir(request.path_params["path"])
+        if is_matrix(run_dir):  # a matrix's report is its comparison
+            from loom_sim.compare import build_compare
+            from loom_sim.compare.html import render_html as render_compare
 
-                html = render_compare(build_compare([run_dir]), f"Matrix run {run_dir.name}")
-            else:
-                html = render_html(build_report(run_dir))
-        except NotFound:
-            return _not_found(f"No run at {rel!r} in this results folder.")
-        except LoomError as err:
-            return _page("error.html.j2", 422, title="No report yet", message=str(err))
+            html = render_compare(build_compare([run_dir]), f"Matrix run {run_dir.name}")
+        else:
+            html = render_html(build_report(run_dir))
         return HTMLResponse(html, headers=SECURITY_HEADERS)
 
     async def rollout(request: Request) -> Response:
-        rel = request.path_params["path"]
-        try:
-            context = rollout_page(resolver, rel)
-        except NotFound:
-            return _not_found(f"No rollout at {rel!r} in this results folder.")
-        except LoomError as err:
-            return _page("error.html.j2", 422, title="Unreadable rollout", message=str(err))
-        return _page("rollout.html.j2", **context)
+        return _page("rollout.html.j2", **rollout_page(resolver, request.path_params["path"]))
 
     async def compare(request: Request) -> Response:
         rels = request.query_params.getlist("run")
-        rates = request.query_params.getlist("rate")
         if not rels:
             return _page(
                 "error.html.j2", 400, title="Nothing to compare",
                 message="Pick one or more runs on the runs page to compare them.",
             )  # fmt: skip
-        try:
-            context = compare_page(resolver, rels, rates)
-        except NotFound as err:
-            return _not_found(f"No run at {str(err)!r} in this results folder.")
-        except LoomError as err:
-            return _page("error.html.j2", 422, title="Cannot compare", message=str(err))
+        context = compare_page(resolver, rels, request.query_params.getlist("rate"))
         return _page("compare.html.j2", **context)
 
     async def stream(request: Request) -> Response:
-        rel = request.path_params["path"]
-        try:
-            run_dir = resolver.run_dir(rel)
-        except NotFound:
-            return PlainTextResponse("not found", status_code=404, headers=SECURITY_HEADERS)
+        run_dir = resolver.run_dir(request.path_params["path"])
         since = request.query_params.get("since")
         return StreamingResponse(
             events(run_dir, since=since, poll_s=poll_s, lifetime=lifetime),
@@ -185,6 +151,21 @@ def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float 
         Route("/events/{path:path}", stream),
         Route("/static/{name}", static),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(
+        routes=routes, exception_handlers={NotFound: _nothing_there, LoomError: _unreadable}
+    )
     app.state.resolver = resolver
     return app
+
+
+async def _nothing_there(request: Request, exc: Exception) -> Response:
+    """Outside the results folder, or not a run: the same answer, which reveals nothing."""
+    return _page(
+        "error.html.j2", 404, title="Not found",
+        message=f"Nothing to show at {str(exc)!r} in this results folder.",
+    )  # fmt: skip
+
+
+async def _unreadable(request: Request, exc: Exception) -> Response:
+    """A run that is there but cannot be shown (not scored yet, a damaged file): its reason."""
+    return _page("error.html.j2", 422, title="Cannot show this", message=str(exc))
