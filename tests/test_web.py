@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import httpx
@@ -242,3 +243,17 @@ def _events(body: str) -> list[tuple[str, dict]]:
         if "event" in fields:
             found.append((fields["event"], json.loads(fields["data"])))
     return found
+
+
+def test_serve_says_plainly_what_stops_it(tmp_path):
+    from click.testing import CliRunner
+
+    from loom_sim.cli import cli
+
+    missing = CliRunner().invoke(cli, ["serve", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 1 and "no such results folder" in missing.stderr
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        busy = CliRunner().invoke(cli, ["serve", str(tmp_path), "--port", str(port)])
+    assert busy.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in busy.stderr
+    assert "Traceback" not in busy.output

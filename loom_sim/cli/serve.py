@@ -8,6 +8,7 @@ RESULTS_DIR.
 from __future__ import annotations
 
 import ipaddress
+import socket
 from pathlib import Path
 
 import click
@@ -54,6 +55,13 @@ def serve(results_dir: Path, port: int, host: str) -> None:
             f"note: listening on {host}: anyone who can reach this machine can read these runs",
             err=True,
         )
+    try:  # a port taken is one sentence here, not a server's log line
+        with socket.create_server((host, port)):
+            pass
+    except OSError as err:
+        raise LoomError(
+            f"cannot listen on {host}:{port} ({err.strerror or err}); choose another --port"
+        ) from None
     app = create_app(results_dir)
     click.echo(f"serving {results_dir.resolve()} at http://{host}:{port}/ (Ctrl-C stops)", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
