@@ -2,9 +2,9 @@
 
 ``plan_run`` turns a config and options into a :class:`RunPlan` — everything decided and
 recorded in a :class:`~loom_sim.store.run_file.RunRecord` before the first model call — and
-``plan_resume`` reads one back from ``run.json``; ``execute`` runs it. Every rollout is a task
-in one nursery, bounded by ``concurrency``; a rollout that fails ends in ``error`` on its own
-and the others go on.
+``plan_resume`` reads one back from ``run.json``; ``execute`` runs it. Rollouts are cells
+(:class:`Cell`, the unit a matrix run also has) that ``concurrency`` workers in one nursery
+take in order; a rollout that fails ends in ``error`` on its own and the others go on.
 """
 
 from __future__ import annotations
@@ -351,12 +351,16 @@ async def run_cells(
     concurrency: int,
     models: ModelSource | None = None,
 ) -> list[Transcript]:
-    """Run the cells (a finished one is read back, not run again) in one nursery, at most
-    ``concurrency`` at once, sharing ``budget``; their transcripts in the cells' order. The
-    hub is closed at the end, whatever happens."""
+    """Run the cells (a finished one is read back, not run again), at most ``concurrency`` at
+    once, sharing ``budget``; their transcripts in the cells' order. The hub is closed at the
+    end, whatever happens.
+
+    ``concurrency`` workers take the cells one after the other from one iterator, so cells
+    start in their order — trio schedules waiting tasks in no promised order, and a budget
+    that runs out must have spent itself on the first cells, not on whichever woke first."""
     source = models or hub_models(hub)
-    limiter = trio.CapacityLimiter(concurrency)
     results: dict[int, Transcript] = {}
+    queue = iter(enumerate(cells))
 
     async def one(k: int, cell: Cell) -> None:
         spec = cell.plan.rollout_spec(cell.index)
@@ -370,13 +374,16 @@ async def run_cells(
         def placed(model: str, index: int, role: str):
             return source(model, position, role)
 
-        async with limiter:
-            results[k] = await Rollout(spec, placed, budget, sink).run()
+        results[k] = await Rollout(spec, placed, budget, sink).run()
+
+    async def worker() -> None:
+        for k, cell in queue:  # one iterator for every worker: the next cell in order
+            await one(k, cell)
 
     try:
         async with trio.open_nursery() as nursery:
-            for k, cell in enumerate(cells):
-                nursery.start_soon(one, k, cell, name=cell.label)
+            for n in range(max(1, min(concurrency, len(cells)))):
+                nursery.start_soon(worker, name=f"cell worker {n}")
     finally:
         with trio.CancelScope(shield=True):
             await hub.aclose()
