@@ -50,3 +50,10 @@ def write_config(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def _own_response_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own response cache: `run` and `score` cache model replies by
+    default, and no test may read another's replies or write to the user's cache folder."""
+    monkeypatch.setenv("LOOM_SIM_CACHE_DIR", str(tmp_path_factory.mktemp("response-cache")))

@@ -47,6 +47,7 @@ COMES_WITH = {
     "markupsafe": "jinja2",
     "torch": "sentence-transformers",
     "transformers": "sentence-transformers",
+    "anyio": "starlette",  # starlette runs on anyio; the live page waits with its primitives
 }
 
 

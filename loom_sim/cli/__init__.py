@@ -60,7 +60,8 @@ COMMANDS: dict[str, Command] = {
     "signals": Command(
         "signals",
         "signals",
-        "Loop spans, novelty, initiative and convergence of each conversation in PATHS.",
+        "Loop spans, novelty, initiative, convergence and formulaic turns of each conversation "
+        "in PATHS.",
     ),
     "report": Command(
         "report",
@@ -94,6 +95,39 @@ COMMANDS: dict[str, Command] = {
         "plugins",
         "plugins",
         "List the registered plug-ins of every kind, with where each comes from.",
+    ),
+    "compare": Command(
+        "compare",
+        "compare",
+        "Compare runs (single runs or matrices): per config and target, every scorer's mean with "
+        "its 95% interval, and each difference between targets, paired when the same config and "
+        "seed ran against both, with a plain sentence when it is within noise.",
+    ),
+    "runs": Command(
+        "runs",
+        "runs",
+        "List the runs in RESULTS_DIR (default ./results), newest first: date, configs, targets, "
+        "turns, cost and status (complete; partial or failed: resumable with run --resume).",
+    ),
+    "export": Command(
+        "export",
+        "export",
+        "Write a run's turns and rollouts as flat rows for pandas or a spreadsheet: config, "
+        "target, turn, phase, intensities, every score (with its state), tokens and cost.",
+    ),
+    "serve": Command(
+        "serve",
+        "serve",
+        "Browse the runs in RESULTS_DIR (default ./results) in a web browser: the runs list, "
+        "each run's report (live while it runs), each rollout as a conversation with its "
+        "scaffolding, monitors and scores, and the comparison of runs.",
+    ),
+    "cache": Command(
+        "cache",
+        "cache",
+        "The response cache: model replies stored by provider, model, every sampling parameter, "
+        "messages and seed, so a re-score or a re-run costs nothing (set its folder with "
+        "LOOM_SIM_CACHE_DIR).",
     ),
 }
 

@@ -97,7 +97,9 @@ def command_again(ctx: click.Context, words: Sequence[str], keep: Sequence[str])
         value = ctx.params.get(name)
         flag = max(param.opts, key=len)
         if param.is_flag:
-            if value:
+            if param.secondary_opts:  # --cache/--no-cache: say which
+                line.append(param.opts[0] if value else param.secondary_opts[0])
+            elif value:
                 line.append(flag)
             continue
         items: Sequence[Any] = (value or ()) if param.multiple else (value,)
@@ -116,3 +118,13 @@ def _has_credentials(url: str) -> bool:
     except ValueError:
         return True
     return bool(parts.username or parts.password or parts.query)
+
+
+def cache_option() -> Callable[[F], F]:
+    return click.option(
+        "--cache/--no-cache",
+        default=True,
+        show_default=True,
+        help="Serve model replies from the response cache and store new ones "
+        "(loom-sim cache stats|clear).",
+    )

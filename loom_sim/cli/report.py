@@ -26,10 +26,16 @@ from loom_sim.store.run_file import RUN_FILE
 def report(run_dir: Path, output: Path | None) -> None:
     """Write report.json (every number), report.md (a one-minute summary) and report.html
     (self-contained, with charts) for a run."""
+    from loom_sim.cli import matrix
     from loom_sim.report import write_report
+    from loom_sim.store.matrix_file import is_matrix
 
     if not run_dir.exists():
         raise LoomError(f"{run_dir}: no such directory")
+    if is_matrix(run_dir):  # every arm's report, and the matrix's: a column per target
+        for path in matrix.report_matrix(run_dir, output):
+            click.echo(str(path))
+        return
     if not (run_dir / RUN_FILE).is_file() and (
         (run_dir / TRANSCRIPT_FILE).is_file() or (run_dir.parent / RUN_FILE).is_file()
     ):

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 import click
 
 from loom_sim.cli import interrupt
+from loom_sim.cli.cache import open_cache
 from loom_sim.cli.options import (
     RegistryChoice,
     base_url_option,
+    cache_option,
     command_again,
     concurrency_option,
     timeout_option,
@@ -93,7 +95,7 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 
 
 @click.command()
-@click.argument("config_path", metavar="CONFIG", required=False, type=click.Path(path_type=str))
+@click.argument("config_paths", metavar="CONFIG...", nargs=-1, type=click.Path(path_type=str))
 @click.option(
     "--turns", "-n", type=click.IntRange(min=1), help="Turns per rollout (default: expected_turns)."
 )
@@ -104,7 +106,13 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 @click.option(
     "--persona-model", metavar="SPEC", help="Model playing the persona (default local/smollm2)."
 )
-@click.option("--target", metavar="SPEC", help="Model under evaluation (default local/smollm2).")
+@click.option(
+    "--target",
+    metavar="SPEC",
+    multiple=True,
+    help="Model under evaluation (default local/smollm2); repeat it, or give several CONFIGs, "
+    "for a matrix run of every config x target.",
+)
 @click.option(
     "--judge-model",
     metavar="SPEC",
@@ -169,6 +177,7 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 )
 @timeout_option(default=None)
 @click.option("--no-score", is_flag=True, help="Skip scoring (and the report) at the end.")
+@cache_option()
 @click.option(
     "--resume",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -178,26 +187,38 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 @click.pass_context
 def run(
     ctx: click.Context,
-    config_path: str | None,
+    config_paths: tuple[str, ...],
     resume: Path | None,
     base_url: str | None,
     concurrency: int | None,
     no_score: bool,
+    cache: bool,
     **defining,
 ) -> None:
     """Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn is
-    written as it completes."""
+    written as it completes. Several CONFIGs, several --target, or a suite file: a matrix
+    run of every config x target x rollout in one run directory."""
+    from loom_sim.cli import matrix
+    from loom_sim.store.matrix_file import is_matrix
+
+    targets: tuple[str, ...] = defining.pop("target")
+    config_path = config_paths[0] if config_paths else None
     if resume is not None:
         given = [f"--{name.replace('_', '-')}" for name in _DEFINING if defining.get(name)]
-        if config_path or given:
+        given += ["--target"] if targets else []
+        if config_paths or given:
             raise LoomError(
                 "--resume continues a run with the settings in its run.json; leave out "
-                + ", ".join(([config_path] if config_path else []) + given)
+                + ", ".join([*config_paths, *given])
             )
+        if is_matrix(resume):
+            matrix.run_matrix(matrix.resume_plan(resume, concurrency, base_url), no_score, cache)
+            return
         plan = plan_resume(resume, concurrency=concurrency, base_url=base_url)
     else:
         if config_path is None:
             raise LoomError("give a CONFIG file to run, or --resume RUN_DIR")
+        defining["target"] = targets[0] if len(targets) == 1 else None
         options = RunOptions(
             turns=defining["turns"],
             rollouts=defining["rollouts"] or 1,
@@ -218,10 +239,16 @@ def run(
             role_models=_pairs(defining["model"], "--model", "ROLE=SPEC, e.g. judge=openai/x"),
             prices=_prices(defining["price"]),
         )
-        plan = plan_run(find(config_path, "examples", "ported"), options, argv=sys.argv[1:])
+        paths = [find(p, "examples", "ported") for p in config_paths]
+        if matrix.wanted(paths, targets):
+            plan_ = matrix.new_plan(paths, list(targets), options, argv=sys.argv[1:])
+            matrix.run_matrix(plan_, no_score, cache)
+            return
+        plan = plan_run(paths[0], options, argv=sys.argv[1:])
     # The command that continues this run, with the flags it was started with.
     again = command_again(ctx, ["run", "--resume", str(plan.dir)], _CONTINUING)
-    hub = make_hub(plan)
+    store = ctx.with_resource(open_cache(cache))
+    hub = make_hub(plan, store)
     for spec in unknown_prices(hub, plan.models):
         click.echo(
             f"note: {spec} has no known price: its cost is recorded as unknown "
@@ -248,6 +275,7 @@ def run(
                 ScoreOptions(concurrency=plan.concurrency),
                 plan.base_url,
                 plan.timeout_s,
+                store,
                 again=again,
             )
         except* WriteFailed as full:  # a full disk while scoring: the rollouts are safe
@@ -272,7 +300,7 @@ def run(
 
 
 # The flags of `run` that are not recorded in run.json: a resume needs them again.
-_CONTINUING = ("no_score", "concurrency", "base_url")
+_CONTINUING = ("no_score", "concurrency", "base_url", "cache")
 
 
 def _rollouts(plan: RunPlan, hub: ModelHub, again: str, live: bool) -> list[Transcript]:

@@ -36,6 +36,7 @@ from loom_sim.report.data import (
 )
 from loom_sim.report.target import is_target
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
+from loom_sim.store.matrix_file import is_matrix, read_matrix
 from loom_sim.store.records import Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RUN_FILE, RunRecord, read_run
 
@@ -104,6 +105,9 @@ def find_transcript(path: Path) -> Transcript:
         raise LoomError(
             f"{path} holds {len(rollouts)} rollouts; name one: {path / rollouts[0].name}, ..."
         )
+    if is_matrix(path):
+        first = read_matrix(path).cells()[0].id
+        raise LoomError(f"{path} is a matrix run; name one of its cells: {path / first}, ...")
     what = "a run directory with no rollouts" if (path / RUN_FILE).exists() else "no transcript"
     raise LoomError(f"{path}: {what} (give a transcript.json or a rollout directory)")
 

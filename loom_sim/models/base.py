@@ -56,6 +56,7 @@ class ModelResponse(msgspec.Struct, frozen=True):
     attempts: int = 1  # 1 + retries
     latency_s: float = 0.0
     parsed: Any = None  # the JSON object, when json_schema was given and it parsed
+    cached: bool = False  # served from the response cache (no call was made; cost 0)
 
 
 @runtime_checkable

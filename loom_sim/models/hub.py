@@ -29,6 +29,7 @@ import trio
 
 from loom_sim.models._http import HTTPPool, check_base_url
 from loom_sim.models.base import MissingAPIKey, ModelClient, ModelError
+from loom_sim.models.cache import CachedClient, ResponseCache
 from loom_sim.models.pricing import Price, PriceTable
 from loom_sim.models.providers import PROVIDERS, ClientOptions, Provider, Sharing
 from loom_sim.models.retry import RetryPolicy
@@ -73,7 +74,8 @@ class ModelHub:
     ``base_url`` (the CLI's ``--base-url``) points ``openai/`` specs at an OpenAI-compatible
     server, else ``OPENAI_BASE_URL``; Anthropic's comes from ``ANTHROPIC_BASE_URL``. A key is
     required only for the providers' own APIs. ``prices`` and ``context_tokens`` override the
-    built-in tables per spec; ``retry`` replaces the policy built from ``max_attempts``.
+    built-in tables per spec; ``retry`` replaces the policy built from ``max_attempts``;
+    ``cache`` (the caller's, which it closes) serves and stores replies.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class ModelHub:
         connections_per_client: int | None = None,
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
+        cache: ResponseCache | None = None,
     ) -> None:
         if rollouts_per_client < 1:
             raise ValueError("rollouts_per_client must be at least 1")
@@ -111,6 +114,7 @@ class ModelHub:
         self._pools: dict[tuple[str, str, int], HTTPPool] = {}
         self._clients: dict[tuple[str, int, str], ModelClient] = {}
         self._closed = False
+        self.cache = cache  # replies of cacheable providers are stored and reused (--cache)
 
     def __repr__(self) -> str:  # never the environment: it holds the keys
         return (
@@ -202,6 +206,8 @@ class ModelHub:
                 slot=slot,
             )
         )
+        if self.cache is not None and provider.cacheable:
+            client = CachedClient(client, self.cache, base_url)
         self._clients[(spec, group, slot)] = client
         return client
 

@@ -75,6 +75,7 @@ class Provider(Plugin):
     default_base_url: str | None = None  # set for HTTP providers: the provider's own API
     sharing: Sharing = Sharing.RUN
     check: Callable[[str, str], None] | None = None  # (spec, name): raise ModelError if unusable
+    cacheable: bool = True  # replies may be stored in the response cache (--cache)
 
     @property
     def http(self) -> bool:
@@ -215,6 +216,7 @@ def _check_scripted(spec: str, name: str) -> None:
     concurrency=256,
     free=True,
     check=_check_scripted,
+    cacheable=False,  # answers instantly from its script: nothing to save
 )
 def scripted(options: ClientOptions) -> ModelClient:
     from loom_sim.models.scripted import ScriptedClient

@@ -10,28 +10,24 @@ failure, so it is counted apart (``unjudged``) instead of silently lowering the 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from loom_sim.intervals import Z95, wilson
 from loom_sim.probe.records import ProbeRecord
 
-Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of ``successes`` out of ``n`` (None when ``n`` is 0)."""
-    if n <= 0:
-        return None
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must be in 0..{n}, got {successes}")
-    p = successes / n
-    z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact ends, no rounding noise
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return low, high
+# wilson (and Z95) moved down to loom_sim.intervals, which the compare view shares.
+__all__ = [
+    "Z95",
+    "Pair",
+    "Rate",
+    "empirical_rates",
+    "pair_counts",
+    "pairs",
+    "regret_curve",
+    "tally",
+    "wilson",
+]
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 ``plan_run`` turns a config and options into a :class:`RunPlan` — everything decided and
 recorded in a :class:`~loom_sim.store.run_file.RunRecord` before the first model call — and
-``plan_resume`` reads one back from ``run.json``; ``execute`` runs it. Every rollout is a task
-in one nursery, bounded by ``concurrency``; a rollout that fails ends in ``error`` on its own
-and the others go on.
+``plan_resume`` reads one back from ``run.json``; ``execute`` runs it. Rollouts are cells
+(:class:`Cell`, the unit a matrix run also has) that ``concurrency`` workers in one nursery
+take in order; a rollout that fails ends in ``error`` on its own and the others go on.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
 from loom_sim.errors import LoomError
 from loom_sim.judging.prompts import RUBRIC_VERSION
+from loom_sim.models.cache import ResponseCache
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.pricing import Price
 from loom_sim.models.providers import provider_limits
@@ -317,11 +318,13 @@ def record_faults(plan: RunPlan, faults: Faults) -> None:
 # ─── models ─────────────────────────────────────────────────────────────────
 
 
-def make_hub(plan: RunPlan) -> ModelHub:
+def make_hub(plan: RunPlan, cache: ResponseCache | None = None) -> ModelHub:
     """The run's model hub, every spec checked (shape, provider, script or file, key) and the
     budget's premise checked: a cost budget needs every model's price."""
     record = plan.record
-    hub = hub_for(plan.config, plan.base_url, record.concurrency, record.timeout_s, record.prices)
+    hub = hub_for(
+        plan.config, plan.base_url, record.concurrency, record.timeout_s, record.prices, cache
+    )
     for spec in dict.fromkeys(record.models.values()):
         hub.check(spec)
     unpriced = unknown_prices(hub, record.models)
@@ -345,8 +348,10 @@ def hub_for(
     concurrency: int,
     timeout_s: float,
     prices: dict[str, PriceRecord] | None = None,
+    cache: ResponseCache | None = None,
 ) -> ModelHub:
-    """The model hub for a config: its prices (and the run's), context windows and limits."""
+    """The model hub for a config: its prices (and the run's), context windows and limits;
+    ``cache`` serves and stores replies (the caller closes it)."""
     models = config.models
     limits = provider_limits(concurrency)
     limits.update(models.provider_concurrency)
@@ -358,6 +363,7 @@ def hub_for(
         context_tokens=dict(models.context_tokens),
         provider_concurrency=limits,
         timeout_s=timeout_s,
+        cache=cache,
     )
 
 
@@ -368,6 +374,25 @@ def hub_models(hub: ModelHub) -> ModelSource:
 # ─── running ────────────────────────────────────────────────────────────────
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One rollout of a planned run: the unit a run's nursery runs (and a scheduler could hand
+    out). ``label`` names it in progress lines; ``position`` is its place in the run's order,
+    which also spreads cells over the hub's connection pools."""
+
+    plan: RunPlan
+    index: int
+    label: str
+    position: int
+
+
+def plan_cells(plan: RunPlan) -> list[Cell]:
+    return [
+        Cell(plan, index, plan.rollout_spec(index).id, index)
+        for index in range(plan.record.rollouts)
+    ]
+
+
 async def execute(
     plan: RunPlan,
     hub: ModelHub,
@@ -376,29 +401,75 @@ async def execute(
 ) -> list[Transcript]:
     """Run every rollout of the plan (skipping finished ones); return their transcripts.
     ``models`` replaces the hub as the source of model clients (tests' fakes)."""
-    source = models or hub_models(hub)
     record = plan.record
     budget = RunBudget(record.budgets.max_cost_usd, record.budgets.max_runtime_s)
-    limiter = trio.CapacityLimiter(record.concurrency)
-    results: dict[int, Transcript] = {}
+    return await run_cells(
+        plan_cells(plan), hub, progress, budget, record.concurrency, models=models
+    )
 
-    async def one(index: int) -> None:
-        spec = plan.rollout_spec(index)
+
+async def run_cells(
+    cells: list[Cell],
+    hub: ModelHub,
+    progress: ProgressSink,
+    budget: RunBudget,
+    concurrency: int,
+    models: ModelSource | None = None,
+) -> list[Transcript]:
+    """Run the cells (a finished one is read back, not run again), at most ``concurrency`` at
+    once, sharing ``budget``; their transcripts in the cells' order. The hub is closed at the
+    end, whatever happens.
+
+    ``concurrency`` workers take the cells one after the other from one iterator, so cells
+    start in their order — trio schedules waiting tasks in no promised order, and a budget
+    that runs out must have spent itself on the first cells, not on whichever woke first."""
+    source = models or hub_models(hub)
+    results: dict[int, Transcript] = {}
+    queue = iter(enumerate(cells))
+
+    async def one(k: int, cell: Cell) -> None:
+        spec = cell.plan.rollout_spec(cell.index)
         finished = spec.files.transcript()
         if finished is not None and finished.status == "done":
-            results[index] = finished
+            results[k] = finished
             return
-        async with limiter:
-            results[index] = await Rollout(spec, source, budget, progress).run()
+        sink = progress if cell.label == spec.id else _Labelled(progress, cell.label)
+        position = cell.position
+
+        def placed(model: str, index: int, role: str):
+            return source(model, position, role)
+
+        results[k] = await Rollout(spec, placed, budget, sink).run()
+
+    async def worker() -> None:
+        for k, cell in queue:  # one iterator for every worker: the next cell in order
+            await one(k, cell)
 
     try:
         async with trio.open_nursery() as nursery:
-            for index in range(record.rollouts):
-                nursery.start_soon(one, index, name=f"rollout_{index:03d}")
+            for n in range(max(1, min(concurrency, len(cells)))):
+                nursery.start_soon(worker, name=f"cell worker {n}")
     finally:
         with trio.CancelScope(shield=True):
             await hub.aclose()
-    return [results[i] for i in sorted(results)]
+    return [results[k] for k in sorted(results)]
+
+
+class _Labelled:
+    """A progress sink that names a rollout by its cell (``arm/rollout_000`` in a matrix,
+    where every arm has a ``rollout_000``)."""
+
+    def __init__(self, sink: ProgressSink, label: str):
+        self._sink, self._label = sink, label
+
+    def rollout_started(self, rollout: str, turns: int, done: int) -> None:
+        self._sink.rollout_started(self._label, turns, done)
+
+    def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:
+        self._sink.turn_done(self._label, turn, phase, tokens, cost, elapsed)
+
+    def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
+        self._sink.rollout_ended(self._label, status, detail)
 
 
 def redact_url(url: str | None) -> str | None:

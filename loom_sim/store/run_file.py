@@ -6,9 +6,12 @@ planned from (the config and every responder's settings are in here). Keys never
 are read from the environment by the model hub and go nowhere else; URLs are stored redacted.
 
 Format versions: 1 (loom-sim 0.1 before responders were plug-ins: ``adversaries`` held the
-adversary configs by kind) is read and migrated in memory; 2 is written. ``faults`` (model
-calls retried and given up, by spec) was added to version 2 with a default, so files without
-it still load; it is the one part rewritten after planning, when a session ends.
+adversary configs by kind) and 2 (before matrix runs) are read and migrated in memory; 3 is
+written. Version 3 added a second kind of ``run.json``, the matrix run's
+(:mod:`loom_sim.store.matrix_file`, ``"kind": "matrix"``), which :func:`read_run` refuses with
+a sentence naming its arms; a single run's record is unchanged, and says ``"kind": "run"``.
+``faults`` (model calls retried and given up, by spec) was added with a default, so files
+without it still load; it is the one part rewritten after planning, when a session ends.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ if TYPE_CHECKING:
     from loom_sim.models.retry import Faults
 
 RUN_FILE = "run.json"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+RUN_KIND = "run"
+MATRIX_KIND = "matrix"
 DEFAULT_JUDGE = "local/smollm2"
 
 
@@ -51,6 +56,7 @@ class RunRecord(msgspec.Struct, kw_only=True, dict=True):
     """One run, as ``run.json`` holds it (``dict=True``: the validated config is cached)."""
 
     format_version: int = FORMAT_VERSION
+    kind: str = RUN_KIND  # "run"; a matrix run's run.json is a MatrixRecord
     loom_sim_version: str
     schema_version: str
     template_version: str
@@ -109,24 +115,25 @@ _DECODER = msgspec.json.Decoder(RunRecord)
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-1 record in the version-2 shape: the adversaries became responders."""
-    if int(data.get("format_version") or 1) >= FORMAT_VERSION:
+    """An older record in the current shape, one version step at a time."""
+    version = int(data.get("format_version") or 1)
+    if version >= FORMAT_VERSION:
         return data
     data = dict(data)
-    adversaries = data.pop("adversaries", None) or {}
-    if "responders" not in data:
-        order = [k for k in ("contradiction", "helpfulness") if k in adversaries]
-        data["responders"] = order + sorted(set(adversaries) - set(order)) or ["interlocutor"]
-        data["settings"] = dict(adversaries)
+    if version < 2:  # the adversaries became responders
+        adversaries = data.pop("adversaries", None) or {}
+        if "responders" not in data:
+            order = [k for k in ("contradiction", "helpfulness") if k in adversaries]
+            data["responders"] = order + sorted(set(adversaries) - set(order)) or ["interlocutor"]
+            data["settings"] = dict(adversaries)
+    if version < 3:  # matrix runs arrived: a record says which kind of run.json it is
+        data["kind"] = RUN_KIND
     data["format_version"] = FORMAT_VERSION
     return data
 
 
-def read_run(run_dir: Path) -> RunRecord:
-    """The run in ``run_dir``; one plain sentence naming the file when it is not usable."""
-    path = run_dir / RUN_FILE
-    if not path.is_file():
-        raise LoomError(f"{run_dir}: not a loom-sim run directory (no {RUN_FILE})")
+def read_raw(path: Path) -> dict[str, Any]:
+    """``run.json`` as JSON data, checked to be an object this loom-sim's format covers."""
     try:
         raw = msgspec.json.decode(path.read_bytes())
     except OSError as err:
@@ -140,6 +147,23 @@ def read_run(run_dir: Path) -> RunRecord:
         raise LoomError(
             f"{path}: run format {version!r} is newer than this loom-sim reads "
             f"({FORMAT_VERSION}); upgrade loom-sim to resume, score or report it"
+        )
+    return raw
+
+
+def read_run(run_dir: Path) -> RunRecord:
+    """The run in ``run_dir``; one plain sentence naming the file when it is not usable."""
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        raise LoomError(f"{run_dir}: not a loom-sim run directory (no {RUN_FILE})")
+    raw = read_raw(path)
+    if raw.get("kind") == MATRIX_KIND:
+        arms = [a.get("key") for a in raw.get("arms") or [] if isinstance(a, dict)]
+        first = f" (e.g. {run_dir / str(arms[0])})" if arms else ""
+        raise LoomError(
+            f"{run_dir} is a matrix run of {len(arms)} arms; give one of its arms{first}, "
+            "or use a command that reads whole matrices (run --resume, score, report, "
+            "compare, export, serve)"
         )
     try:
         return _DECODER.decode(msgspec.json.encode(migrate(raw)))

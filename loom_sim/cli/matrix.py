@@ -1,0 +1,163 @@
+"""Matrix runs on the command line: ``run`` with several configs or targets, or a suite file;
+``run --resume``, ``score`` and ``report`` on a matrix's folder.
+
+A matrix's arms are single runs, so this module only plans, runs and walks them: the rollout,
+the scoring and the single-run report are the ones ``run`` uses.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from loom_sim.cli import interrupt
+from loom_sim.cli.cache import open_cache
+from loom_sim.cli.score import score_matrix
+from loom_sim.config.suite import is_suite, load_suite
+from loom_sim.errors import LoomError
+from loom_sim.resources import find
+from loom_sim.runtime.matrix import (
+    MatrixPlan,
+    execute_matrix,
+    make_matrix_hub,
+    plan_matrix,
+    plan_matrix_resume,
+    write_matrix_plan,
+)
+from loom_sim.runtime.progress import PlainProgress, RichProgress
+from loom_sim.runtime.run import RunOptions, unknown_prices
+from loom_sim.store.matrix_file import read_matrix
+
+
+def wanted(paths: list[Path], targets: tuple[str, ...]) -> bool:
+    """Whether these arguments ask for a matrix run rather than a single one."""
+    return len(paths) > 1 or len(targets) > 1 or (len(paths) == 1 and is_suite(paths[0]))
+
+
+def _given(name: str) -> bool:
+    """Whether the command line set this option (a suite's value yields to it)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    return ctx.get_parameter_source(name) not in (
+        click.core.ParameterSource.DEFAULT,
+        click.core.ParameterSource.DEFAULT_MAP,
+        None,
+    )
+
+
+def new_plan(
+    paths: list[Path], targets: list[str], options: RunOptions, argv: list[str]
+) -> MatrixPlan:
+    """The matrix these arguments name: configs × targets, or a suite file's (with the
+    command line's flags winning over the file)."""
+    if len(paths) == 1 and is_suite(paths[0]):
+        suite_path = paths[0]
+        suite = load_suite(suite_path)
+        here = suite_path.parent
+        configs = [
+            here / entry if (here / entry).is_file() else find(entry, "examples", "ported")
+            for entry in suite.configs
+        ]
+        roles = {**suite.models, **options.role_models}
+        options = replace(
+            options,
+            turns=options.turns or suite.turns,
+            rollouts=options.rollouts if _given("rollouts") else suite.rollouts,
+            seed=options.seed if options.seed is not None else suite.seed,
+            persona_model=options.persona_model or roles.pop("persona", None),
+            judge_model=options.judge_model or roles.pop("judge", None),
+            target_system=options.target_system or suite.target_system,
+            concurrency=options.concurrency
+            if _given("concurrency") or suite.concurrency is None
+            else suite.concurrency,
+            max_cost_usd=options.max_cost_usd
+            if options.max_cost_usd is not None
+            else suite.max_cost,
+            max_runtime_s=options.max_runtime_s
+            if options.max_runtime_s is not None
+            else suite.max_runtime,
+            role_models=roles,
+        )
+        chosen: list[str | None] = list(targets or suite.targets) or [None]
+        return plan_matrix(
+            configs,
+            chosen,
+            replace(options, target=None),
+            argv,
+            name=suite.suite or suite_path.stem,
+            suite=suite_path,
+        )
+    return plan_matrix(paths, list(targets) or [None], replace(options, target=None), argv)
+
+
+def resume_plan(run_dir: Path, concurrency: int | None, base_url: str | None) -> MatrixPlan:
+    return plan_matrix_resume(run_dir, concurrency=concurrency, base_url=base_url)
+
+
+def run_matrix(plan: MatrixPlan, no_score: bool, cache: bool) -> None:
+    """Run (or resume) every cell, then score and report every arm and the matrix."""
+    with open_cache(cache) as store:
+        hub = make_matrix_hub(plan, store)
+        specs = {s for arm in plan.arms for s in arm.models.values()}
+        for spec in unknown_prices(hub, {s: s for s in sorted(specs)}):
+            click.echo(
+                f"note: {spec} has no known price: its cost is recorded as unknown "
+                "(give --price SPEC=IN/OUT or the config's models.pricing to count it)",
+                err=True,
+            )
+        write_matrix_plan(plan)
+        record = plan.record
+        click.echo(
+            f"run directory: {plan.dir} ({len(record.arms)} arms: "
+            f"{len(record.configs)} configs x {len(record.targets)} targets, "
+            f"{record.rollouts} rollouts each)",
+            err=True,
+        )
+        try:
+            if sys.stderr.isatty():
+                with RichProgress() as progress:
+                    done = interrupt.run(execute_matrix, plan, hub, progress)
+            else:
+                done = interrupt.run(execute_matrix, plan, hub, PlainProgress())
+        except interrupt.Interrupted:
+            raise interrupt.Interrupted(
+                "interrupted: every completed turn is saved. "
+                f"Continue with: loom-sim run --resume {plan.dir}"
+            ) from None
+        for cell, t in done:
+            detail = t.stop_detail if t.status == "done" else t.error
+            click.echo(f"{cell.label}: {t.status}, {len(t.turns)} turns ({detail})")
+        if not no_score and any(t.turns for _, t in done):
+            click.echo("scoring...", err=True)
+            score_matrix(plan.dir, plan.record.concurrency, None, store)
+            for path in report_matrix(plan.dir):
+                click.echo(f"report: {path}")
+    click.echo(f"results in {plan.dir}")
+    failed = [t for _, t in done if t.status == "error"]
+    if failed:
+        raise LoomError(
+            f"{len(failed)} of {len(done)} cells ended in error; their completed turns are "
+            f"kept. Continue them with: loom-sim run --resume {plan.dir}"
+        )
+
+
+def report_matrix(run_dir: Path, output: Path | None = None) -> list[Path]:
+    """Every arm's report (in its folder), then the matrix's: one column per target."""
+    from loom_sim.compare import write_matrix_report
+    from loom_sim.report import write_report
+
+    record = read_matrix(run_dir)
+    paths: list[Path] = []
+    if output is None:
+        for arm in record.arms:
+            arm_dir = run_dir / arm.key
+            if any(arm_dir.glob("rollout_*/transcript.json")) or any(
+                arm_dir.glob("rollout_*/turns.jsonl")
+            ):
+                write_report(arm_dir)
+    paths += write_matrix_report(run_dir, output)
+    return paths

@@ -1,0 +1,184 @@
+"""Every run in a results folder, newest first: what ``loom-sim runs`` lists and the viewer's
+first page shows.
+
+A run is a folder holding a ``run.json``, directly in the results folder or one level down
+(folders grouping runs); a matrix's arms are part of their matrix, not runs of their own. A
+folder that cannot be read is listed as ``unreadable`` with the reason, never skipped silently
+and never fatal: one broken run must not hide the others.
+
+Status, over the run's cells: ``complete`` when every one is done; ``failed`` when one ended
+in error (resumable: ``run --resume`` continues it); ``partial`` otherwise — some cell has not
+finished, because the run is still going or was interrupted (resumable too). ``active`` says
+a file of the run changed in the last :data:`ACTIVE_WITHIN` seconds: probably still running.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loom_sim.errors import LoomError
+from loom_sim.runs.load import RunResults, load_results
+from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
+from loom_sim.store.run_file import RUN_FILE
+
+__all__ = ["ACTIVE_WITHIN", "STATUSES", "RunSummary", "find_runs", "summarise_run"]
+
+ACTIVE_WITHIN = 30.0
+STATUSES = ("complete", "partial", "failed", "unreadable")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    dir: Path
+    path: str  # relative to the results folder: what the viewer's links use
+    kind: str  # run | matrix | ? (unreadable)
+    created_at: str
+    configs: list[str]
+    targets: list[str]
+    cells: int
+    done: int
+    failed: int
+    turns: int  # completed turns over every cell
+    planned_turns: int
+    cost_usd: float | None  # None: some cost unknown
+    status: str
+    last_activity: float  # the newest mtime among its files (epoch seconds)
+    scored: bool
+    problem: str | None = None
+    judges: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    def active(self, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        return self.status == "partial" and now - self.last_activity < ACTIVE_WITHIN
+
+    @property
+    def resumable(self) -> bool:
+        return self.status in ("partial", "failed")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dir": str(self.dir),
+            "path": self.path,
+            "kind": self.kind,
+            "created_at": self.created_at,
+            "configs": self.configs,
+            "targets": self.targets,
+            "cells": self.cells,
+            "done": self.done,
+            "failed": self.failed,
+            "turns": self.turns,
+            "planned_turns": self.planned_turns,
+            "cost_usd": self.cost_usd,
+            "status": self.status,
+            "active": self.active(),
+            "scored": self.scored,
+            "judges": self.judges,
+            "problem": self.problem,
+        }
+
+
+def _mtime(results: RunResults) -> float:
+    newest = 0.0
+    for rollout in results.rollouts:
+        for name in (TURNS_FILE, TRANSCRIPT_FILE):
+            path = rollout.dir / name
+            try:
+                newest = max(newest, path.stat().st_mtime)
+            except OSError:
+                continue
+    try:
+        newest = max(newest, (results.dir / RUN_FILE).stat().st_mtime)
+    except OSError:
+        pass
+    return newest
+
+
+def summarise_run(run_dir: Path, root: Path | None = None) -> RunSummary:
+    """One run's line; an unreadable run is a line saying why, not an exception."""
+    rel = str(run_dir.relative_to(root)) if root is not None else run_dir.name
+    try:
+        results = load_results(run_dir)
+    except LoomError as err:
+        try:
+            mtime = (run_dir / RUN_FILE).stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        return RunSummary(
+            run_dir, rel, "?", "", [], [], 0, 0, 0, 0, 0, None, "unreadable", mtime, False, str(err)
+        )
+    rollouts = results.rollouts
+    done = sum(1 for r in rollouts if r.status == "done")
+    failed = sum(1 for r in rollouts if r.status == "error")
+    costs = [r.transcript.cost_usd for r in rollouts if r.transcript.turns]
+    cost = None if any(c is None for c in costs) else round(sum(costs), 6)  # type: ignore[arg-type]
+    status = "complete" if done == len(rollouts) else "failed" if failed else "partial"
+    judges = sorted(
+        {r.transcript.scores.judge for r in rollouts if r.transcript.scores is not None}
+    )
+    return RunSummary(
+        dir=run_dir,
+        path=rel,
+        kind=results.kind,
+        created_at=results.created_at,
+        configs=results.configs,
+        targets=results.targets,
+        cells=len(rollouts),
+        done=done,
+        failed=failed,
+        turns=sum(len(r.transcript.turns) for r in rollouts),
+        planned_turns=sum(r.arm.record.turns for r in rollouts),
+        cost_usd=cost,
+        status=status,
+        last_activity=_mtime(results),
+        scored=any(record.scores for r in rollouts for record in r.transcript.turns),
+        judges=judges,
+    )
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    """Run folders in ``root`` and one level down; a link leading outside ``root`` is not
+    followed (the viewer serves nothing outside its folder, so it lists nothing there)."""
+    base = root.resolve()
+
+    def inside(path: Path) -> bool:
+        return path.is_dir() and path.resolve().is_relative_to(base)
+
+    found = []
+    for child in sorted(p for p in root.iterdir() if not p.name.startswith(".") and inside(p)):
+        if (child / RUN_FILE).is_file():
+            found.append(child)
+            continue
+        found += [g for g in sorted(child.iterdir()) if inside(g) and (g / RUN_FILE).is_file()]
+    return found
+
+
+def find_runs(
+    root: Path,
+    *,
+    config: str | None = None,
+    target: str | None = None,
+    status: str | None = None,
+    since: str | None = None,
+) -> list[RunSummary]:
+    """The runs under ``root``, newest first, keeping those matching every filter given
+    (``config`` and ``target``: a substring of one of the run's; ``since``: an ISO date or
+    time, compared with the run's creation time)."""
+    if not root.is_dir():
+        raise LoomError(f"{root}: no such results folder")
+    runs = [summarise_run(d, root) for d in _run_dirs(root)]
+    if config:
+        runs = [r for r in runs if any(config.lower() in c.lower() for c in r.configs)]
+    if target:
+        runs = [r for r in runs if any(target.lower() in t.lower() for t in r.targets)]
+    if status:
+        runs = [r for r in runs if r.status == status]
+    if since:
+        runs = [r for r in runs if r.created_at >= since]
+    return sorted(runs, key=lambda r: (r.created_at, r.last_activity, r.path), reverse=True)

@@ -1,0 +1,277 @@
+"""What each page of the viewer shows, as plain data for its template.
+
+Pages read the disk afresh on every request (a run that is still going changes between two
+requests) and never write. Every piece of transcript text is model output: templates
+autoescape it, and nothing here marks any of it safe.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loom_sim.assembler import Assembler
+from loom_sim.config import LoomConfig
+from loom_sim.errors import LoomError
+from loom_sim.plugins.scorers import SCORERS
+from loom_sim.report.data import load_transcript, partial_transcript
+from loom_sim.runs.catalog import find_runs
+from loom_sim.runs.load import RunResults, load_results
+from loom_sim.runs.scores import SCORED, goodness, rollout_value, scorer_names, state
+from loom_sim.store.artifacts import TRANSCRIPT_FILE
+from loom_sim.store.records import Score, Transcript, TurnRecord
+from loom_sim.store.run_file import RunRecord, read_run
+from loom_sim.web.live import token
+from loom_sim.web.paths import Resolver
+
+__all__ = ["compare_page", "rollout_page", "run_page", "runs_page"]
+
+LONG_TEXT = 60  # detail strings longer than this are shown as paragraphs (a judge's reasoning)
+
+
+@dataclass(frozen=True)
+class Filters:
+    config: str = ""
+    target: str = ""
+    status: str = ""
+
+    def any(self) -> bool:
+        return bool(self.config or self.target or self.status)
+
+
+def grade(value: float | None) -> str:
+    if value is None:
+        return "none"
+    if not 0.0 <= value <= 1.0:
+        return ""
+    return "good" if value >= 0.7 else "mid" if value >= 0.4 else "bad"
+
+
+def runs_page(resolver: Resolver, filters: Filters) -> dict[str, Any]:
+    runs = find_runs(
+        resolver.root,
+        config=filters.config or None,
+        target=filters.target or None,
+        status=filters.status or None,
+    )
+    return {"runs": runs, "filters": filters, "root": resolver.root}
+
+
+# ─── a run ──────────────────────────────────────────────────────────────────
+
+
+def _rollout_rows(results: RunResults, resolver: Resolver) -> tuple[list[str], list[dict]]:
+    scorers = scorer_names(r.transcript for r in results.rollouts)
+    rows = []
+    for r in results.rollouts:
+        t = r.transcript
+        values = {s: rollout_value(t, s) for s in scorers}
+        grades = {s: grade(goodness(s, v)) for s, v in values.items()}
+        rows.append(
+            {
+                "cell": r.cell.id,
+                "config": r.config,
+                "target": r.target,
+                "status": t.status,
+                "turns": len(t.turns),
+                "planned": r.arm.record.turns,
+                "stop": t.stop_detail if t.status == "done" else t.error or t.stop_detail,
+                "cost": t.cost_usd,
+                "values": values,
+                "grades": grades,
+                "href": resolver.rel(r.dir) if t.turns else None,
+            }
+        )
+    return scorers, rows
+
+
+def run_page(resolver: Resolver, rel: str) -> dict[str, Any]:
+    run_dir = resolver.run_dir(rel)
+    results = load_results(run_dir)
+    scorers, rows = _rollout_rows(results, resolver)
+    comparison = None
+    if results.kind == "matrix" and any(r.transcript.turns for r in results.rollouts):
+        from loom_sim.compare import build_compare
+        from loom_sim.compare.html import compare_body
+
+        comparison = compare_body(build_compare([results]))
+    summary = {
+        "turns": sum(len(r.transcript.turns) for r in results.rollouts),
+        "planned": sum(r.arm.record.turns for r in results.rollouts),
+        "done": sum(1 for r in results.rollouts if r.status == "done"),
+        "cells": len(results.rollouts),
+    }
+    status = (
+        "complete"
+        if summary["done"] == summary["cells"]
+        else "failed"
+        if any(r.status == "error" for r in results.rollouts)
+        else "partial"
+    )
+    arms = [
+        {"key": a.key, "href": resolver.rel(a.dir), "config": a.record.config_name,
+         "target": a.record.models.get("interlocutor", "?")}
+        for a in results.arms
+        if a.key
+    ]  # fmt: skip
+    has_turns = any(r.transcript.turns for r in results.rollouts)
+    return {
+        "rel": resolver.rel(run_dir),
+        "results": results,
+        "record": results.record,
+        "models": results.arms[0].record.models if results.kind == "run" else {},
+        "scorers": scorers,
+        "rows": rows,
+        "arms": arms,
+        "summary": summary,
+        "status": status,
+        "comparison": comparison,
+        "report": has_turns and results.kind == "run",
+        "since": token(run_dir),
+        "parent": _parent_run(resolver, run_dir),
+    }
+
+
+def _parent_run(resolver: Resolver, run_dir: Path) -> str | None:
+    """The matrix an arm belongs to, for the breadcrumb."""
+    parent = run_dir.parent
+    if parent != resolver.root and (parent / "run.json").is_file():
+        return resolver.rel(parent)
+    return None
+
+
+# ─── a rollout ──────────────────────────────────────────────────────────────
+
+
+def _details(details: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """A score's details as short (key, value) pairs and long texts (the judge's reasoning)."""
+    short: list[tuple[str, str]] = []
+    long: list[tuple[str, str]] = []
+    for key, value in details.items():
+        if isinstance(value, str):
+            (long if len(value) > LONG_TEXT else short).append((key, value))
+        elif isinstance(value, float):
+            short.append((key, f"{value:.3f}"))
+        else:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+            (long if len(text) > LONG_TEXT else short).append((key, text))
+    return short, long
+
+
+def _score(name: str, score: Score) -> dict[str, Any]:
+    found = state(score)
+    short, long = _details(score.details)
+    value = score.value if found == SCORED else None
+    return {
+        "name": name,
+        "state": found,
+        "value": value,
+        "grade": grade(goodness(name, value)),
+        "source": score.source,
+        "error": score.error,
+        "short": short,
+        "long": long,
+    }
+
+
+def _scaffolding(assembler: Assembler | None, record: TurnRecord) -> str | None:
+    """The system prompt the persona was given this turn (full injections only)."""
+    if assembler is None or record.injection != "full":
+        return None
+    try:
+        plan = assembler.plan(record.turn, record.fired, prompt="injected")
+    except (LoomError, ValueError, KeyError):
+        return None
+    return plan.prompt.render() if plan.prompt is not None else None
+
+
+def _turn(
+    record: TurnRecord, order: list[str], assembler: Assembler | None, last_full: int | None
+) -> dict[str, Any]:
+    names = [s for s in order if s in record.scores]
+    names += [s for s in record.scores if s not in names]
+    return {
+        "record": record,
+        "scaffolding": _scaffolding(assembler, record),
+        "last_full": last_full,
+        "intensities": [
+            (dim, value, record.levels.get(dim)) for dim, value in record.intensities.items()
+        ],
+        "scores": [_score(name, record.scores[name]) for name in names],
+        "responder": record.adversary.adversary if record.adversary else "target",
+        "tokens": sum(u.input_tokens + u.output_tokens for u in record.usage.values()),
+    }
+
+
+def _config(record: RunRecord) -> LoomConfig | None:
+    """The run's config for showing its prompts. A run made with a plug-in scorer that is not
+    installed here records that scorer's settings, which no longer validate: for reading, its
+    section is set aside (the prompts do not depend on it)."""
+    try:
+        return record.loom_config
+    except LoomError:
+        pass
+    data = copy.deepcopy(record.config)
+    scoring = (data.get("evaluation") or {}).get("scoring")
+    if isinstance(scoring, dict):
+        known = {info.config_key for info in SCORERS}
+        data["evaluation"]["scoring"] = {k: v for k, v in scoring.items() if k in known}
+    try:
+        return LoomConfig.model_validate(data)
+    except ValueError:
+        return None
+
+
+def rollout_page(resolver: Resolver, rel: str) -> dict[str, Any]:
+    folder = resolver.rollout_dir(rel)
+    run_dir = folder.parent
+    try:
+        record: RunRecord | None = read_run(run_dir)
+    except LoomError:
+        record = None
+    transcript: Transcript = (
+        load_transcript(folder / TRANSCRIPT_FILE)
+        if (folder / TRANSCRIPT_FILE).is_file()
+        else partial_transcript(folder, record)
+    )
+    config = _config(record) if record is not None and not record.imported_from else None
+    assembler = Assembler(config, record.turns) if config is not None and record else None
+    order = scorer_names([transcript])
+    turns, last_full = [], None
+    for turn in transcript.turns:
+        if turn.injection == "full":
+            last_full = turn.turn
+        turns.append(_turn(turn, order, assembler, last_full))
+    target = (record.models.get("interlocutor") if record else None) or transcript.models.get(
+        "interlocutor", "?"
+    )
+    return {
+        "rel": resolver.rel(folder),
+        "run_rel": resolver.rel(run_dir),
+        "matrix_rel": _parent_run(resolver, run_dir),
+        "transcript": transcript,
+        "record": record,
+        "target": target,
+        "turns": turns,
+        "scorers": order,
+        "aggregates": {s: rollout_value(transcript, s) for s in order},
+        "grades": {s: grade(goodness(s, rollout_value(transcript, s))) for s in order},
+        "live": transcript.status == "incomplete",
+        "since": token(run_dir),
+    }
+
+
+def compare_page(resolver: Resolver, rels: list[str], rates: list[str]) -> dict[str, Any]:
+    from loom_sim.compare import build_compare, parse_rate
+    from loom_sim.compare.html import compare_body
+
+    dirs = [resolver.run_dir(rel) for rel in rels]
+    data = build_compare(dirs, [parse_rate(r) for r in rates if r.strip()])
+    return {
+        "body": compare_body(data),
+        "runs": [resolver.rel(d) for d in dirs],
+        "rates": rates,
+    }
