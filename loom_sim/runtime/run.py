@@ -358,25 +358,32 @@ async def run_cells(
     limiter = trio.CapacityLimiter(concurrency)
     results: dict[int, Transcript] = {}
 
-    async def one(k: int, cell: Cell) -> None:
-        spec = cell.plan.rollout_spec(cell.index)
-        finished = spec.files.transcript()
-        if finished is not None and finished.status == "done":
-            results[k] = finished
-            return
-        sink = progress if cell.label == spec.id else _Labelled(progress, cell.label)
-        position = cell.position
+    async def one(k: int, cell: Cell, slot: object) -> None:
+        try:
+            spec = cell.plan.rollout_spec(cell.index)
+            finished = spec.files.transcript()
+            if finished is not None and finished.status == "done":
+                results[k] = finished
+                return
+            sink = progress if cell.label == spec.id else _Labelled(progress, cell.label)
+            position = cell.position
 
-        def placed(model: str, index: int, role: str):
-            return source(model, position, role)
+            def placed(model: str, index: int, role: str):
+                return source(model, position, role)
 
-        async with limiter:
             results[k] = await Rollout(spec, placed, budget, sink).run()
+        finally:
+            limiter.release_on_behalf_of(slot)
 
     try:
         async with trio.open_nursery() as nursery:
             for k, cell in enumerate(cells):
-                nursery.start_soon(one, k, cell, name=cell.label)
+                # The slot is taken before the cell's task exists: trio starts new tasks in
+                # no promised order, and cells must start in the run's order (a budget that
+                # stops the run early leaves the first cells, not random ones, done).
+                slot = object()
+                await limiter.acquire_on_behalf_of(slot)
+                nursery.start_soon(one, k, cell, slot, name=cell.label)
     finally:
         with trio.CancelScope(shield=True):
             await hub.aclose()
