@@ -80,6 +80,7 @@ def _register() -> None:
         export,
         imports,
         inspect,
+        merge,
         plugins,
         port,
         probe,
@@ -113,6 +114,7 @@ def _register() -> None:
     cli.add_command(export.export)
     cli.add_command(serve.serve)
     cli.add_command(cache.cache)
+    cli.add_command(merge.merge)
 
 
 _register()

@@ -6,30 +6,34 @@ import sys
 from pathlib import Path
 
 import click
-import trio
 
 from loom_sim.cli.cache import open_cache
 from loom_sim.cli.options import (
     RegistryChoice,
     base_url_option,
     cache_option,
+    chosen_executor,
     concurrency_option,
+    executor_options,
     timeout_option,
 )
 from loom_sim.errors import LoomError
+from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.resources import find
 from loom_sim.runtime.progress import PlainProgress, RichProgress
 from loom_sim.runtime.run import (
     RunOptions,
-    execute,
     make_hub,
+    plan_cells,
     plan_resume,
     plan_run,
     unknown_prices,
     write_plan,
 )
+from loom_sim.runtime.shards import shard_matrix, shard_run
+from loom_sim.store.distribution import Shard, parse_shard
 
 # Options that define a run; --resume takes them from run.json instead.
 _DEFINING = (
@@ -49,6 +53,7 @@ _DEFINING = (
     "responder",
     "model",
     "price",
+    "shard",
 )
 
 _ADVERSARY = RegistryChoice("adversary", lambda: ["none", *(a.name for a in adversaries()), "both"])
@@ -162,6 +167,13 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 @timeout_option(default=None)
 @click.option("--no-score", is_flag=True, help="Skip scoring (and the report) at the end.")
 @cache_option()
+@executor_options()
+@click.option(
+    "--shard",
+    metavar="K/N",
+    help="Run only shard K of N of the run's cells (needs --seed); join the shards' folders "
+    "with loom-sim merge.",
+)
 @click.option(
     "--resume",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -175,6 +187,9 @@ def run(
     concurrency: int,
     no_score: bool,
     cache: bool,
+    executor: str,
+    address: str | None,
+    cpus_per_cell: float | None,
     **defining,
 ) -> None:
     """Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn is
@@ -183,8 +198,11 @@ def run(
     from loom_sim.cli import matrix
     from loom_sim.store.matrix_file import is_matrix
 
+    ctx = click.get_current_context()
+    runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell))
     targets: tuple[str, ...] = defining.pop("target")
     config_path = config_paths[0] if config_paths else None
+    shard = parse_shard(defining["shard"]) if defining["shard"] else None
     if resume is not None:
         given = [f"--{name.replace('_', '-')}" for name in _DEFINING if defining.get(name)]
         given += ["--target"] if targets else []
@@ -195,7 +213,11 @@ def run(
             )
         if is_matrix(resume):
             matrix.run_matrix(
-                matrix.resume_plan(resume, concurrency, base_url), no_score, concurrency, cache
+                matrix.resume_plan(resume, concurrency, base_url),
+                no_score,
+                concurrency,
+                cache,
+                runner,
             )
             return
         plan = plan_resume(resume, concurrency=concurrency, base_url=base_url)
@@ -224,12 +246,18 @@ def run(
             prices=_prices(defining["price"]),
         )
         paths = [find(p, "examples", "ported") for p in config_paths]
+        if shard is not None:
+            _check_seeded(paths, options)
         if matrix.wanted(paths, targets):
             plan_ = matrix.new_plan(paths, list(targets), options, argv=sys.argv[1:])
-            matrix.run_matrix(plan_, no_score, concurrency, cache)
+            if shard is not None:
+                shard_matrix(plan_, shard, rename=options.output is None)
+            matrix.run_matrix(plan_, no_score, concurrency, cache, runner)
             return
         plan = plan_run(paths[0], options, argv=sys.argv[1:])
-    store = click.get_current_context().with_resource(open_cache(cache))
+        if shard is not None:
+            shard_run(plan, shard, rename=options.output is None)
+    store = ctx.with_resource(open_cache(cache))
     hub = make_hub(plan, store)
     for spec in unknown_prices(hub, plan.models):
         click.echo(
@@ -239,12 +267,20 @@ def run(
         )
     write_plan(plan)
     click.echo(f"run directory: {plan.dir}", err=True)
+    batch = CellBatch(
+        plan_cells(plan),
+        hub,
+        plan.record.budgets,
+        plan.concurrency,
+        plan.dir,
+        plan.base_url,
+    )
     try:
         if sys.stderr.isatty():
             with RichProgress() as progress:
-                transcripts = trio.run(execute, plan, hub, progress)
+                transcripts = runner.run_cells(batch, progress)
         else:
-            transcripts = trio.run(execute, plan, hub, PlainProgress())
+            transcripts = runner.run_cells(batch, PlainProgress())
     except KeyboardInterrupt:
         raise LoomError(
             "interrupted; completed turns are saved. "
@@ -260,19 +296,49 @@ def run(
 
         click.echo("scoring...", err=True)
         summary = score_directory(
-            plan.dir, ScoreOptions(concurrency=concurrency), plan.base_url, plan.timeout_s, store
+            plan.dir,
+            ScoreOptions(concurrency=concurrency),
+            plan.base_url,
+            plan.timeout_s,
+            store,
+            runner,
         )
         click.echo(
             f"scored {summary.scored_turns} turns "
             f"({summary.failures} scores the judge could not give)"
         )
-        _report(plan.dir)
+        if plan.record.shard is None:
+            _report(plan.dir)
+    if plan.record.shard is not None:
+        _merge_hint(plan.dir, plan.record.shard)
     click.echo(f"results in {plan.dir}")
     if failed:
         raise LoomError(
             f"{len(failed)} of {len(transcripts)} rollouts ended in error; their completed turns "
             f"are kept. Continue them with: loom-sim run --resume {plan.dir}"
         )
+
+
+def _check_seeded(paths: list[Path], options: RunOptions) -> None:
+    """Shards are merged only if they planned the same run: the seed must be fixed."""
+    from loom_sim.config.suite import is_suite, load_suite
+
+    if options.seed is not None:
+        return
+    if len(paths) == 1 and is_suite(paths[0]) and load_suite(paths[0]).seed is not None:
+        return
+    raise LoomError(
+        "--shard needs --seed N (the same on every shard): shards are joined only if they "
+        "planned the same run"
+    )
+
+
+def _merge_hint(run_dir: Path, shard: Shard) -> None:
+    click.echo(
+        f"this folder holds shard {shard} of the run; when every shard has run, join them "
+        f"(and report) with: loom-sim merge SHARD_DIR... -o RUN_DIR",
+        err=True,
+    )
 
 
 def _report(run_dir: Path) -> None:

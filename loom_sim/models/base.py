@@ -73,6 +73,22 @@ class ModelClient(Protocol):
     async def aclose(self) -> None: ...
 
 
+class CallLimiter(Protocol):
+    """What bounds a provider's calls in flight: a ``trio.CapacityLimiter`` in one process, or
+    anything with its acquire/release surface (a cluster's limiter, shared by every worker).
+    ``acquire_nowait`` raises ``trio.WouldBlock`` when the caller has to wait."""
+
+    def acquire_nowait(self) -> None: ...
+
+    async def acquire(self) -> None: ...
+
+    def release(self) -> None: ...
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, *exc: object) -> Any: ...
+
+
 # ─── errors ─────────────────────────────────────────────────────────────────
 
 

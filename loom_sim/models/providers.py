@@ -25,9 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import trio
-
-from loom_sim.models.base import ModelClient, ModelError
+from loom_sim.models.base import CallLimiter, ModelClient, ModelError
 from loom_sim.plugins import Plugin, Registry
 
 if TYPE_CHECKING:
@@ -55,7 +53,7 @@ class ClientOptions:
     env: Mapping[str, str]
     timeout_s: float
     retry: RetryPolicy
-    limiter: trio.CapacityLimiter
+    limiter: CallLimiter  # a trio.CapacityLimiter, or a cluster's limiter
     prices: PriceTable
     context_tokens: int | None = None  # the config's override, if any
     base_url: str | None = None  # HTTP providers: the server, resolved

@@ -84,23 +84,38 @@ def enabled_scorers(config: LoomConfig) -> list[Enabled]:
 
 async def score_run(run_dir: Path, hub: ModelHub, options: ScoreOptions) -> ScoreSummary:
     record = read_run(run_dir)
-    judge = options.judge_model or record.judge
-    hub.check(judge)
+    hub.check(options.judge_model or record.judge)
     summary = ScoreSummary()
     limiter = trio.CapacityLimiter(max(1, options.concurrency))
 
     async def one(index: int) -> None:
-        files = RolloutFiles(rollout_dir(run_dir, index))
-        transcript = files.transcript()
-        if transcript is None or not transcript.turns:
-            return
         async with limiter:
-            await RolloutScorer(record, files, transcript, hub, judge, options).run(summary)
+            await score_rollout(run_dir, index, hub, options, summary, record)
 
     async with trio.open_nursery() as nursery:
         for index in range(record.rollouts):
             nursery.start_soon(one, index)
     return summary
+
+
+async def score_rollout(
+    run_dir: Path,
+    index: int,
+    hub: ModelHub,
+    options: ScoreOptions,
+    summary: ScoreSummary,
+    record: RunRecord | None = None,
+) -> None:
+    """Score one rollout of the run in ``run_dir`` into ``summary``: the unit of scoring work
+    (a distributed executor hands these out one by one). A rollout not yet ended, or without
+    turns, is left alone."""
+    record = record if record is not None else read_run(run_dir)
+    files = RolloutFiles(rollout_dir(run_dir, index))
+    transcript = files.transcript()
+    if transcript is None or not transcript.turns:
+        return
+    judge = options.judge_model or record.judge
+    await RolloutScorer(record, files, transcript, hub, judge, options).run(summary)
 
 
 class RolloutScorer:

@@ -22,6 +22,8 @@ import msgspec
 
 from loom_sim.config.spec import LoomConfig
 from loom_sim.errors import LoomError
+from loom_sim.store.artifacts import write_json
+from loom_sim.store.distribution import Execution, Shard
 
 RUN_FILE = "run.json"
 FORMAT_VERSION = 3
@@ -68,6 +70,8 @@ class RunRecord(msgspec.Struct, kw_only=True, dict=True):
     argv: list[str] = msgspec.field(default_factory=list)
     versions: dict[str, str] = msgspec.field(default_factory=dict)
     imported_from: list[str] | None = None  # transcripts imported from another tool
+    shard: Shard | None = None  # --shard k/N: this folder holds only that shard's rollouts
+    executions: list[Execution] = msgspec.field(default_factory=list)  # --executor ray passes
     config: dict[str, Any]
 
     @cached_property
@@ -148,3 +152,12 @@ def read_run(run_dir: Path) -> RunRecord:
         return _DECODER.decode(msgspec.json.encode(migrate(raw)))
     except msgspec.ValidationError as err:
         raise LoomError(f"{path}: not a run file this loom-sim can read ({err})") from None
+
+
+def add_execution(run_dir: Path, execution: Execution) -> None:
+    """Append ``execution`` to the ``executions`` of ``run_dir``'s ``run.json`` (a run's or a
+    matrix's), atomically. Edited as JSON data, so either kind of record keeps every field."""
+    path = run_dir / RUN_FILE
+    data = read_raw(path)
+    data["executions"] = [*(data.get("executions") or []), msgspec.to_builtins(execution)]
+    write_json(path, data)
