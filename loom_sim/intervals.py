@@ -148,7 +148,9 @@ def bootstrap_difference(
     ma = a[rng.integers(0, len(a), size=(RESAMPLES, len(a)))].mean(axis=1)
     mb = b[rng.integers(0, len(b), size=(RESAMPLES, len(b)))].mean(axis=1)
     low, high = _percentiles(ma - mb)
-    return Interval(diff, low, high, n, "bootstrap (unpaired)", permutation_test(a.tolist(), b.tolist()))
+    return Interval(
+        diff, low, high, n, "bootstrap (unpaired)", permutation_test(a.tolist(), b.tolist())
+    )
 
 
 def sign_test(differences: Sequence[float]) -> float:

@@ -96,7 +96,7 @@ def test_no_revelation_is_offered_twice(report):
     assert revelations["sleep"]["revealed_at"] == 21
     for topic, entry in revelations.items():
         assert entry["offered_after_revealed"] == [], topic
-    assert "| the_discovery | 8 | 12 | never |" in markdown
+    assert "| the_discovery | 9 | 13 | never |" in markdown  # turns counted from 1 on screen
     html = (report[2] / "report.html").read_text()
     assert "<h2>Following the plan</h2>" in html
-    assert "<td>the_discovery</td><td>8</td><td>12</td><td>never</td>" in html
+    assert "<td>the_discovery</td><td>9</td><td>13</td><td>never</td>" in html

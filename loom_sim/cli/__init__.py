@@ -129,6 +129,12 @@ COMMANDS: dict[str, Command] = {
         "messages and seed, so a re-score or a re-run costs nothing (set its folder with "
         "LOOM_SIM_CACHE_DIR).",
     ),
+    "merge": Command(
+        "merge",
+        "merge",
+        "Join the folders of a run's shards (run --shard k/N, each with the same --seed) into "
+        "one run directory: every cell copied from the shard that ran it.",
+    ),
 }
 
 

@@ -13,16 +13,18 @@ from pathlib import Path
 
 import click
 
-from loom_sim.cli import interrupt
 from loom_sim.cli.cache import open_cache
 from loom_sim.cli.score import score_matrix
 from loom_sim.config.suite import is_suite, load_suite
 from loom_sim.errors import LoomError
+from loom_sim.executors import CellBatch, Executor
+from loom_sim.executors.local import LocalExecutor
 from loom_sim.resources import find
+from loom_sim.runtime import interrupt
 from loom_sim.runtime.matrix import (
     MatrixPlan,
-    execute_matrix,
     make_matrix_hub,
+    matrix_cells,
     plan_matrix,
     plan_matrix_resume,
     write_matrix_plan,
@@ -98,8 +100,15 @@ def resume_plan(run_dir: Path, concurrency: int | None, base_url: str | None) ->
     return plan_matrix_resume(run_dir, concurrency=concurrency, base_url=base_url)
 
 
-def run_matrix(plan: MatrixPlan, no_score: bool, cache: bool) -> None:
-    """Run (or resume) every cell, then score and report every arm and the matrix."""
+def run_matrix(
+    plan: MatrixPlan,
+    no_score: bool,
+    cache: bool,
+    runner: Executor | None = None,
+) -> None:
+    """Run (or resume) every cell, then score and report every arm and the matrix (a
+    shard's cells only, then score them; the report waits for ``merge``)."""
+    runner = runner or LocalExecutor()
     with open_cache(cache) as store:
         hub = make_matrix_hub(plan, store)
         specs = {s for arm in plan.arms for s in arm.models.values()}
@@ -117,13 +126,22 @@ def run_matrix(plan: MatrixPlan, no_score: bool, cache: bool) -> None:
             f"{record.rollouts} rollouts each)",
             err=True,
         )
+        cells = matrix_cells(plan)
+        batch = CellBatch(
+            cells,
+            hub,
+            record.budgets,
+            record.concurrency,
+            plan.dir,
+            plan.arms[0].record.base_url,
+        )
         try:
             if sys.stderr.isatty():
                 with RichProgress() as progress:
-                    done = interrupt.run(execute_matrix, plan, hub, progress)
+                    done = list(zip(cells, runner.run_cells(batch, progress), strict=True))
             else:
-                done = interrupt.run(execute_matrix, plan, hub, PlainProgress())
-        except interrupt.Interrupted:
+                done = list(zip(cells, runner.run_cells(batch, PlainProgress()), strict=True))
+        except (interrupt.Interrupted, KeyboardInterrupt):
             raise interrupt.Interrupted(
                 "interrupted: every completed turn is saved. "
                 f"Continue with: loom-sim run --resume {plan.dir}"
@@ -133,10 +151,17 @@ def run_matrix(plan: MatrixPlan, no_score: bool, cache: bool) -> None:
             click.echo(f"{cell.label}: {t.status}, {len(t.turns)} turns ({detail})")
         if not no_score and any(t.turns for _, t in done):
             click.echo("scoring...", err=True)
-            score_matrix(plan.dir, plan.record.concurrency, None, store)
-            for path in report_matrix(plan.dir):
-                click.echo(f"report: {path}")
+            score_matrix(plan.dir, plan.record.concurrency, None, store, executor=runner)
+            if record.shard is None:
+                for path in report_matrix(plan.dir):
+                    click.echo(f"report: {path}")
     click.echo(f"results in {plan.dir}")
+    if record.shard is not None:
+        click.echo(
+            f"this folder holds shard {record.shard} of the matrix; when every shard has run, "
+            "join them (and report) with: loom-sim merge SHARD_DIR... -o RUN_DIR",
+            err=True,
+        )
     failed = [t for _, t in done if t.status == "error"]
     if failed:
         raise LoomError(

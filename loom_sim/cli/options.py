@@ -128,3 +128,44 @@ def cache_option() -> Callable[[F], F]:
         help="Serve model replies from the response cache and store new ones "
         "(loom-sim cache stats|clear).",
     )
+
+
+def executor_options() -> Callable[[F], F]:
+    """``--executor``, and the Ray executor's ``--address`` and ``--cpus-per-cell``."""
+    from loom_sim.executors import EXECUTORS
+
+    def decorate(command: F) -> F:
+        command = click.option(
+            "--cpus-per-cell",
+            type=click.FloatRange(min=0.01),
+            metavar="N",
+            help="Ray: CPUs each rollout reserves (default 1 with an in-process model, "
+            "else 0.25: four API-bound rollouts per core).",
+        )(command)
+        command = click.option(
+            "--address",
+            metavar="ADDR",
+            help="Ray: the cluster to join, e.g. ray://head:10001 "
+            "(default: start Ray here with this machine's cores).",
+        )(command)
+        return click.option(
+            "--executor",
+            type=RegistryChoice.of(EXECUTORS),
+            default="local",
+            show_default=True,
+            help="Where the rollouts (and scorings) run: local (this process) or ray "
+            "(each one a Ray task; pip install 'loom-sim[ray]').",
+        )(command)
+
+    return decorate
+
+
+def chosen_executor(name: str, address: str | None, cpus_per_cell: float | None):
+    """The executor the options name, opened (a missing Ray is one sentence, here)."""
+    from loom_sim.errors import LoomError
+    from loom_sim.executors import ExecutorSettings, open_executor
+
+    if name == "local" and (address or cpus_per_cell):
+        flag = "--address" if address else "--cpus-per-cell"
+        raise LoomError(f"{flag} is for a cluster: add --executor ray")
+    return open_executor(name, ExecutorSettings(address, cpus_per_cell))

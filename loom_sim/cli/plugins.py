@@ -1,5 +1,5 @@
-"""``loom-sim plugins``: every registered provider, scripted model, scorer, actor kind and
-machine, with where it comes from — so a package's plug-ins can be seen to be found."""
+"""``loom-sim plugins``: every registered provider, scripted model, scorer, actor kind,
+machine and executor, with where it comes from — so a package's plug-ins can be seen to be found."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from loom_sim.executors import EXECUTORS
 from loom_sim.machines.engine import MACHINES
 from loom_sim.models.providers import PROVIDERS
 from loom_sim.models.scripted import SCRIPTS
@@ -57,6 +58,7 @@ def sections() -> list[tuple[str, Iterable[Plugin], Callable[[Any], str], Callab
             lambda m: f"{len(m.states)} states",
             lambda m: "",
         ),
+        ("executors (run --executor)", EXECUTORS, lambda e: "", lambda e: _origin(e.open)),
     ]
 
 

@@ -9,27 +9,30 @@ from typing import TYPE_CHECKING
 
 import click
 
-from loom_sim.cli import interrupt
 from loom_sim.cli.cache import open_cache
 from loom_sim.cli.options import (
     RegistryChoice,
     base_url_option,
     cache_option,
+    chosen_executor,
     command_again,
     concurrency_option,
+    executor_options,
     timeout_option,
 )
 from loom_sim.errors import LoomError
+from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.resources import find
+from loom_sim.runtime import interrupt
 from loom_sim.runtime.progress import PlainProgress, RichProgress
 from loom_sim.runtime.run import (
     DEFAULT_CONCURRENCY,
     RunOptions,
     RunPlan,
-    execute,
     make_hub,
+    plan_cells,
     plan_resume,
     plan_run,
     reach_note,
@@ -37,9 +40,12 @@ from loom_sim.runtime.run import (
     unknown_prices,
     write_plan,
 )
+from loom_sim.runtime.shards import shard_matrix, shard_run
+from loom_sim.store.distribution import Shard, parse_shard
 from loom_sim.store.jsonl import WriteFailed
 
 if TYPE_CHECKING:
+    from loom_sim.executors import Executor
     from loom_sim.models.hub import ModelHub
     from loom_sim.models.retry import Faults
     from loom_sim.store.records import Transcript
@@ -62,6 +68,7 @@ _DEFINING = (
     "responder",
     "model",
     "price",
+    "shard",
 )
 
 _ADVERSARY = RegistryChoice("adversary", lambda: ["none", *(a.name for a in adversaries()), "both"])
@@ -178,6 +185,13 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 @timeout_option(default=None)
 @click.option("--no-score", is_flag=True, help="Skip scoring (and the report) at the end.")
 @cache_option()
+@executor_options()
+@click.option(
+    "--shard",
+    metavar="K/N",
+    help="Run only shard K of N of the run's cells (needs --seed); join the shards' folders "
+    "with loom-sim merge.",
+)
 @click.option(
     "--resume",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -193,6 +207,9 @@ def run(
     concurrency: int | None,
     no_score: bool,
     cache: bool,
+    executor: str,
+    address: str | None,
+    cpus_per_cell: float | None,
     **defining,
 ) -> None:
     """Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn is
@@ -201,8 +218,10 @@ def run(
     from loom_sim.cli import matrix
     from loom_sim.store.matrix_file import is_matrix
 
+    runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell))
     targets: tuple[str, ...] = defining.pop("target")
     config_path = config_paths[0] if config_paths else None
+    shard = parse_shard(defining["shard"]) if defining["shard"] else None
     if resume is not None:
         given = [f"--{name.replace('_', '-')}" for name in _DEFINING if defining.get(name)]
         given += ["--target"] if targets else []
@@ -212,7 +231,9 @@ def run(
                 + ", ".join([*config_paths, *given])
             )
         if is_matrix(resume):
-            matrix.run_matrix(matrix.resume_plan(resume, concurrency, base_url), no_score, cache)
+            matrix.run_matrix(
+                matrix.resume_plan(resume, concurrency, base_url), no_score, cache, runner
+            )
             return
         plan = plan_resume(resume, concurrency=concurrency, base_url=base_url)
     else:
@@ -240,11 +261,17 @@ def run(
             prices=_prices(defining["price"]),
         )
         paths = [find(p, "examples", "ported") for p in config_paths]
+        if shard is not None:
+            _check_seeded(paths, options)
         if matrix.wanted(paths, targets):
             plan_ = matrix.new_plan(paths, list(targets), options, argv=sys.argv[1:])
-            matrix.run_matrix(plan_, no_score, cache)
+            if shard is not None:
+                shard_matrix(plan_, shard, rename=options.output is None)
+            matrix.run_matrix(plan_, no_score, cache, runner)
             return
         plan = plan_run(paths[0], options, argv=sys.argv[1:])
+        if shard is not None:
+            shard_run(plan, shard, rename=options.output is None)
     # The command that continues this run, with the flags it was started with.
     again = command_again(ctx, ["run", "--resume", str(plan.dir)], _CONTINUING)
     store = ctx.with_resource(open_cache(cache))
@@ -261,8 +288,16 @@ def run(
             click.echo(f"note: {note}", err=True)
     write_plan(plan)
     click.echo(f"run directory: {plan.dir}", err=True)
+    batch = CellBatch(
+        plan_cells(plan),
+        hub,
+        plan.record.budgets,
+        plan.concurrency,
+        plan.dir,
+        plan.base_url,
+    )
     live = sys.stderr.isatty()
-    transcripts = _rollouts(plan, hub, again, live)
+    transcripts = _rollouts(plan, hub, runner, batch, again, live)
     failed = [t for t in transcripts if t.status == "error"]
     _closing_summary(transcripts, hub.retry.faults, tabled=live and sys.stdout.isatty())
     if not no_score and any(t.turns for t in transcripts):
@@ -276,6 +311,7 @@ def run(
                 plan.base_url,
                 plan.timeout_s,
                 store,
+                runner,
                 again=again,
             )
         except* WriteFailed as full:  # a full disk while scoring: the rollouts are safe
@@ -290,7 +326,10 @@ def run(
             f"scored {summary.scored_turns} turns "
             f"({summary.failures} scores the judge could not give)"
         )
-        _report(plan.dir)
+        if plan.record.shard is None:
+            _report(plan.dir)
+    if plan.record.shard is not None:
+        _merge_hint(plan.dir, plan.record.shard)
     click.echo(f"results in {plan.dir}")
     if failed:
         raise LoomError(
@@ -300,21 +339,32 @@ def run(
 
 
 # The flags of `run` that are not recorded in run.json: a resume needs them again.
-_CONTINUING = ("no_score", "concurrency", "base_url", "cache")
+_CONTINUING = (
+    "no_score",
+    "concurrency",
+    "base_url",
+    "cache",
+    "executor",
+    "address",
+    "cpus_per_cell",
+)
 
 
-def _rollouts(plan: RunPlan, hub: ModelHub, again: str, live: bool) -> list[Transcript]:
-    """Every rollout of the plan, with progress on screen; Ctrl-C stops them cleanly (what
-    is saved and the command that continues are said), a second Ctrl-C at once."""
+def _rollouts(
+    plan: RunPlan, hub: ModelHub, runner: Executor, batch: CellBatch, again: str, live: bool
+) -> list[Transcript]:
+    """Every rollout of the plan, where ``runner`` runs them, with progress on screen; Ctrl-C
+    stops them cleanly (what is saved and the command that continues are said), a second
+    Ctrl-C at once."""
     progress = RichProgress() if live else PlainProgress()
     try:
         with progress if isinstance(progress, RichProgress) else contextlib.nullcontext():
             try:
-                return interrupt.run(execute, plan, hub, progress)
+                return runner.run_cells(batch, progress)
             except interrupt.Interrupted:
                 progress.interrupted()
                 raise
-    except interrupt.Interrupted:
+    except (interrupt.Interrupted, KeyboardInterrupt):  # a cluster's runner: KeyboardInterrupt
         raise interrupt.Interrupted(
             f"interrupted: {saved_turns(plan)} saved in {plan.dir}. Continue with: {again}"
         ) from None
@@ -360,6 +410,28 @@ def _closing_summary(transcripts: list[Transcript], faults: Faults, *, tabled: b
     if redone:
         said += f"; {redone} unusable repl{'ies' if redone != 1 else 'y'} asked again"
     click.echo(f"faults: {said}")
+
+
+def _check_seeded(paths: list[Path], options: RunOptions) -> None:
+    """Shards are merged only if they planned the same run: the seed must be fixed."""
+    from loom_sim.config.suite import is_suite, load_suite
+
+    if options.seed is not None:
+        return
+    if len(paths) == 1 and is_suite(paths[0]) and load_suite(paths[0]).seed is not None:
+        return
+    raise LoomError(
+        "--shard needs --seed N (the same on every shard): shards are joined only if they "
+        "planned the same run"
+    )
+
+
+def _merge_hint(run_dir: Path, shard: Shard) -> None:
+    click.echo(
+        f"this folder holds shard {shard} of the run; when every shard has run, join them "
+        f"(and report) with: loom-sim merge SHARD_DIR... -o RUN_DIR",
+        err=True,
+    )
 
 
 def _report(run_dir: Path) -> None:

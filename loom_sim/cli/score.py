@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from pathlib import Path
 
 import click
-import trio
 
-from loom_sim.cli import interrupt
 from loom_sim.cli.cache import open_cache
 from loom_sim.cli.options import (
     base_url_option,
     cache_option,
+    chosen_executor,
     command_again,
     concurrency_option,
+    executor_options,
     timeout_option,
 )
-from loom_sim.errors import LoomError
+from loom_sim.executors import Executor, ScoreBatch
+from loom_sim.executors.local import LocalExecutor
 from loom_sim.models.cache import ResponseCache
-from loom_sim.runtime.run import hub_for
-from loom_sim.scoring.engine import ScoreOptions, ScoreSummary, score_run
-from loom_sim.scoring.progress import PlainScoreProgress, RichScoreProgress, ScoreProgress
-from loom_sim.store.artifacts import write_json
+from loom_sim.scoring.engine import ScoreOptions, ScoreSummary
 from loom_sim.store.matrix_file import is_matrix, read_matrix
-from loom_sim.store.run_file import RUN_FILE, read_run
 
 
 def score_directory(
@@ -34,47 +29,14 @@ def score_directory(
     base_url: str | None = None,
     timeout_s: float = 120.0,
     cache: ResponseCache | None = None,
+    executor: Executor | None = None,
     *,
     again: str | None = None,
 ) -> ScoreSummary:
-    """Score ``run_dir`` with progress on screen. Ctrl-C stops it cleanly: every turn scored
-    so far is in its transcript, and ``again`` (the command that continues) is said."""
-    record = read_run(run_dir)
-    hub = hub_for(
-        record.loom_config,
-        base_url or record.base_url,
-        options.concurrency,
-        timeout_s,
-        record.prices,
-        cache,
-    )
-
-    async def main(progress: ScoreProgress) -> ScoreSummary:
-        try:
-            return await score_run(run_dir, hub, options, progress)
-        finally:
-            with trio.CancelScope(shield=True):
-                await hub.aclose()
-
-    try:
-        if sys.stderr.isatty():
-            with RichScoreProgress() as live:
-                return interrupt.run(main, live, stopping="stopping: saving the turns scored")
-        return interrupt.run(
-            main, PlainScoreProgress(), stopping="stopping: saving the turns scored"
-        )
-    except interrupt.Interrupted:
-        command = again or f"loom-sim score {run_dir}"
-        raise interrupt.Interrupted(
-            f"interrupted while scoring: every turn scored so far is saved in {run_dir}. "
-            f"Continue with: {command}"
-        ) from None
-    finally:
-        faults = hub.retry.faults
-        if not faults.empty:  # the judge's retries, beside the rollouts' (run.json)
-            record.add_faults(faults)
-            with contextlib.suppress(LoomError):  # a full disk: not worth failing over
-                write_json(run_dir / RUN_FILE, record)
+    """Score ``run_dir`` where ``executor`` says (here by default). Ctrl-C stops it cleanly:
+    every turn scored so far is kept, and ``again`` (the command that continues) is said."""
+    batch = ScoreBatch([run_dir], options, run_dir, base_url, timeout_s, cache, again=again)
+    return (executor or LocalExecutor()).score(batch)[run_dir]
 
 
 def score_matrix(
@@ -87,16 +49,20 @@ def score_matrix(
     judge_window: int | None = None,
     force: bool = False,
     timeout_s: float = 120.0,
+    executor: Executor | None = None,
 ) -> list[Path]:
-    """Score every arm (one after the other: each arm's rollouts run concurrently)."""
+    """Score every arm (locally one after the other, each arm's rollouts concurrently; on a
+    cluster every arm's rollouts at once)."""
     record = read_matrix(run_dir)
     written: list[Path] = []
     options = ScoreOptions(judge_model, judge_window, force, concurrency)
-    for arm in record.arms:
-        arm_dir = run_dir / arm.key
-        if not any(arm_dir.glob("rollout_*/transcript.json")):
-            continue
-        summary = score_directory(arm_dir, options, base_url, timeout_s, store)
+    arms = [a for a in record.arms if any((run_dir / a.key).glob("rollout_*/transcript.json"))]
+    batch = ScoreBatch(
+        [run_dir / a.key for a in arms], options, run_dir, base_url, timeout_s, store
+    )
+    summaries = (executor or LocalExecutor()).score(batch)
+    for arm in arms:
+        summary = summaries[run_dir / arm.key]
         click.echo(
             f"{arm.key}: scored {summary.scored_turns} turns "
             f"({summary.skipped_turns} already scored, "
@@ -119,6 +85,7 @@ def score_matrix(
 @concurrency_option("Rollouts scored at once.")
 @timeout_option()
 @cache_option()
+@executor_options()
 @click.pass_context
 def score(
     ctx: click.Context,
@@ -130,9 +97,13 @@ def score(
     concurrency,
     timeout,
     cache,
+    executor,
+    address,
+    cpus_per_cell,
 ) -> None:
     """Score every turn of RUN_DIR; scored turns are skipped unless --force."""
-    if is_matrix(run_dir):  # every arm, one after the other
+    runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell))
+    if is_matrix(run_dir):  # every arm
         with open_cache(cache) as store:
             written = score_matrix(
                 run_dir,
@@ -143,6 +114,7 @@ def score(
                 judge_window=judge_window,
                 force=force,
                 timeout_s=timeout,
+                executor=runner,
             )
         for path in written:
             click.echo(f"updated {path}")
@@ -151,10 +123,11 @@ def score(
     again = command_again(
         ctx,
         ["score", str(run_dir)],
-        ("judge_model", "judge_window", "force", "base_url", "concurrency", "timeout", "cache"),
+        ("judge_model", "judge_window", "force", "base_url", "concurrency", "timeout", "cache")
+        + ("executor", "address", "cpus_per_cell"),
     )
     with open_cache(cache) as store:
-        summary = score_directory(run_dir, options, base_url, timeout, store, again=again)
+        summary = score_directory(run_dir, options, base_url, timeout, store, runner, again=again)
     click.echo(
         f"scored {summary.scored_turns} turns in {summary.rollouts} rollouts "
         f"({summary.skipped_turns} already scored, "

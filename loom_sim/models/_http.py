@@ -36,7 +36,7 @@ import httpcore
 import httpx
 import trio
 
-from loom_sim.models.base import ModelError, ModelResponse, Usage
+from loom_sim.models.base import CallLimiter, ModelError, ModelResponse, Usage
 from loom_sim.models.pricing import PriceTable
 from loom_sim.models.retry import AttemptFailed, RetryPolicy, status_error, transport_failure
 
@@ -61,7 +61,7 @@ class Slot:
 
     __slots__ = ("limiter",)
 
-    def __init__(self, limiter: trio.CapacityLimiter) -> None:
+    def __init__(self, limiter: CallLimiter) -> None:
         self.limiter = limiter
 
     async def __aenter__(self) -> None:
@@ -271,7 +271,7 @@ class HTTPModelClient:
         pool: HTTPPool | None,
         timeout_s: float,
         retry: RetryPolicy | None,
-        limiter: trio.CapacityLimiter | None,
+        limiter: CallLimiter | None,
         prices: PriceTable | None,
         context_tokens: int,
     ) -> None:

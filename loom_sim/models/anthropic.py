@@ -26,10 +26,9 @@ import time
 from collections.abc import Mapping
 
 import msgspec
-import trio
 
 from loom_sim.models._http import HTTPModelClient, HTTPPool
-from loom_sim.models.base import ChatMessage, ModelRequest, ModelResponse
+from loom_sim.models.base import CallLimiter, ChatMessage, ModelRequest, ModelResponse
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.openai import schema_instruction
 from loom_sim.models.pricing import PriceTable
@@ -104,7 +103,7 @@ class AnthropicClient(HTTPModelClient):
         pool: HTTPPool | None = None,
         timeout_s: float = 120.0,
         retry: RetryPolicy | None = None,
-        limiter: trio.CapacityLimiter | None = None,
+        limiter: CallLimiter | None = None,
         prices: PriceTable | None = None,
         context_tokens: int | None = None,
     ) -> None:

@@ -7,6 +7,7 @@ accounting and JSON repair live in one place each, so a fix there fixes every ro
 
 from __future__ import annotations
 
+from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -71,6 +72,28 @@ class ModelClient(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
     async def aclose(self) -> None: ...
+
+
+class CallLimiter(Protocol):
+    """What bounds a provider's calls in flight: a ``trio.CapacityLimiter`` in one process, or
+    anything with its acquire/release surface (a cluster's limiter, shared by every worker).
+    ``acquire_nowait`` raises ``trio.WouldBlock`` when the caller has to wait."""
+
+    def acquire_nowait(self) -> None: ...
+
+    async def acquire(self) -> None: ...
+
+    def release(self) -> None: ...
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> Any: ...
 
 
 # ─── errors ─────────────────────────────────────────────────────────────────

@@ -28,7 +28,7 @@ from typing import Any
 import trio
 
 from loom_sim.models._http import HTTPPool, check_base_url
-from loom_sim.models.base import MissingAPIKey, ModelClient, ModelError
+from loom_sim.models.base import CallLimiter, MissingAPIKey, ModelClient, ModelError
 from loom_sim.models.cache import CachedClient, ResponseCache
 from loom_sim.models.pricing import Price, PriceTable
 from loom_sim.models.providers import PROVIDERS, ClientOptions, Provider, Sharing
@@ -75,7 +75,8 @@ class ModelHub:
     server, else ``OPENAI_BASE_URL``; Anthropic's comes from ``ANTHROPIC_BASE_URL``. A key is
     required only for the providers' own APIs. ``prices`` and ``context_tokens`` override the
     built-in tables per spec; ``retry`` replaces the policy built from ``max_attempts``;
-    ``cache`` (the caller's, which it closes) serves and stores replies.
+    ``cache`` (the caller's, which it closes) serves and stores replies. ``limiters`` replace
+    the per-provider limits with the caller's (a cluster's, which hold across machines).
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class ModelHub:
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         cache: ResponseCache | None = None,
+        limiters: Mapping[str, CallLimiter] | None = None,
     ) -> None:
         if rollouts_per_client < 1:
             raise ValueError("rollouts_per_client must be at least 1")
@@ -110,7 +112,7 @@ class ModelHub:
         self.rollouts_per_client = rollouts_per_client
         # Two connections per rollout: a persona turn and a judge or monitor call may overlap.
         self.connections_per_client = connections_per_client or 2 * rollouts_per_client
-        self._limiters: dict[str, trio.CapacityLimiter] = {}
+        self._limiters: dict[str, CallLimiter] = dict(limiters or {})
         self._pools: dict[tuple[str, str, int], HTTPPool] = {}
         self._clients: dict[tuple[str, int, str], ModelClient] = {}
         self._closed = False
@@ -155,8 +157,9 @@ class ModelHub:
 
     # ── clients ──
 
-    def limiter(self, provider: str) -> trio.CapacityLimiter:
-        """The run-wide limit on calls in flight to ``provider``."""
+    def limiter(self, provider: str) -> CallLimiter:
+        """The run-wide limit on calls in flight to ``provider`` (the one given for it, else a
+        ``trio.CapacityLimiter`` of its configured size)."""
         limiter = self._limiters.get(provider)
         if limiter is None:
             limiter = self._limiters[provider] = trio.CapacityLimiter(

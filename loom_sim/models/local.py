@@ -35,7 +35,7 @@ from typing import Any
 import trio
 
 from loom_sim import cpu
-from loom_sim.models.base import ModelError, ModelRequest, ModelResponse, Usage
+from loom_sim.models.base import CallLimiter, ModelError, ModelRequest, ModelResponse, Usage
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.openai import schema_instruction
 
@@ -161,7 +161,7 @@ class LocalLlamaClient:
         spec: str = "local/smollm2",
         *,
         n_ctx: int = DEFAULT_N_CTX,
-        limiter: trio.CapacityLimiter | None = None,
+        limiter: CallLimiter | None = None,
         context_tokens: int | None = None,
         slot: str = "",
     ) -> None:

@@ -29,10 +29,9 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import msgspec
-import trio
 
 from loom_sim.models._http import HTTPModelClient, HTTPPool
-from loom_sim.models.base import ChatMessage, ModelRequest, ModelResponse
+from loom_sim.models.base import CallLimiter, ChatMessage, ModelRequest, ModelResponse
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.pricing import PriceTable, match_family
 from loom_sim.models.retry import AttemptFailed, RetryPolicy
@@ -146,7 +145,7 @@ class OpenAIClient(HTTPModelClient):
         pool: HTTPPool | None = None,
         timeout_s: float = 120.0,
         retry: RetryPolicy | None = None,
-        limiter: trio.CapacityLimiter | None = None,
+        limiter: CallLimiter | None = None,
         prices: PriceTable | None = None,
         context_tokens: int | None = None,
     ) -> None:

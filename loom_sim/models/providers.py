@@ -25,12 +25,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loom_sim.models.base import ModelClient, ModelError
+from loom_sim.models.base import CallLimiter, ModelClient, ModelError
 from loom_sim.plugins import Plugin, Registry
 
 if TYPE_CHECKING:
-    import trio
-
     from loom_sim.models._http import HTTPPool
     from loom_sim.models.pricing import PriceTable
     from loom_sim.models.retry import RetryPolicy
@@ -55,7 +53,7 @@ class ClientOptions:
     env: Mapping[str, str]
     timeout_s: float
     retry: RetryPolicy
-    limiter: trio.CapacityLimiter
+    limiter: CallLimiter  # a trio.CapacityLimiter, or a cluster's limiter
     prices: PriceTable
     context_tokens: int | None = None  # the config's override, if any
     base_url: str | None = None  # HTTP providers: the server, resolved

@@ -41,6 +41,7 @@ import trio
 import yaml
 
 from loom_sim.models.base import (
+    CallLimiter,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -250,7 +251,7 @@ class ScriptedClient:
         latency_s: float = 0.0,
         fail_on_calls: Iterable[int] = (),
         raise_: FailureFactory | None = None,
-        limiter: trio.CapacityLimiter | None = None,
+        limiter: CallLimiter | None = None,
         context_tokens: int = 32_768,
     ) -> None:
         self.spec = spec

@@ -80,7 +80,8 @@ def _by_phase(records: list[TurnRecord], phases: list[str]) -> dict[str, dict[st
             values = [
                 value
                 for r in records
-                if r.phase == phase and name in r.scores
+                if r.phase == phase
+                and name in r.scores
                 and (value := r.scores[name].value) is not None
             ]
             row[name] = _num(fmean(values)) if values else None

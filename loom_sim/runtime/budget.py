@@ -20,11 +20,14 @@ class RunBudget:
         max_cost_usd: float | None = None,
         max_runtime_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        started: float | None = None,
     ):
         self.max_cost_usd = max_cost_usd
         self.max_runtime_s = max_runtime_s
         self._clock = clock
-        self._started = clock()
+        # A worker's share of a run measures the runtime budget from the run's start (on the
+        # same ``clock``), not from its own.
+        self._started = clock() if started is None else started
         self.cost_usd = 0.0
 
     def charge(self, usage: Usage) -> None:

@@ -154,10 +154,13 @@ def plan_matrix_resume(
 
 
 def matrix_cells(plan: MatrixPlan) -> list[Cell]:
-    """The matrix's cells in its order (:meth:`MatrixRecord.cells`), each with its arm's plan."""
+    """The matrix's cells in its order (:meth:`MatrixRecord.cells`), each with its arm's plan;
+    a shard's (``--shard k/N``) only its own."""
+    shard = plan.record.shard
     return [
         Cell(plan.arm_plan(ref.arm), ref.rollout, ref.id, ref.position)
         for ref in plan.record.cells()
+        if shard is None or shard.owns(ref.position)
     ]
 
 

@@ -13,6 +13,7 @@ import contextlib
 import platform
 import random
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -28,6 +29,7 @@ from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
 from loom_sim.errors import LoomError
 from loom_sim.judging.prompts import RUBRIC_VERSION
+from loom_sim.models.base import CallLimiter
 from loom_sim.models.cache import ResponseCache
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.pricing import Price
@@ -318,12 +320,23 @@ def record_faults(plan: RunPlan, faults: Faults) -> None:
 # ─── models ─────────────────────────────────────────────────────────────────
 
 
-def make_hub(plan: RunPlan, cache: ResponseCache | None = None) -> ModelHub:
+def make_hub(
+    plan: RunPlan,
+    cache: ResponseCache | None = None,
+    limiters: Mapping[str, CallLimiter] | None = None,
+) -> ModelHub:
     """The run's model hub, every spec checked (shape, provider, script or file, key) and the
-    budget's premise checked: a cost budget needs every model's price."""
+    budget's premise checked: a cost budget needs every model's price. ``limiters`` replace
+    the hub's own limits for those providers (a cluster's, shared by every worker)."""
     record = plan.record
     hub = hub_for(
-        plan.config, plan.base_url, record.concurrency, record.timeout_s, record.prices, cache
+        plan.config,
+        plan.base_url,
+        record.concurrency,
+        record.timeout_s,
+        record.prices,
+        cache,
+        limiters,
     )
     for spec in dict.fromkeys(record.models.values()):
         hub.check(spec)
@@ -349,6 +362,7 @@ def hub_for(
     timeout_s: float,
     prices: dict[str, PriceRecord] | None = None,
     cache: ResponseCache | None = None,
+    limiters: Mapping[str, CallLimiter] | None = None,
 ) -> ModelHub:
     """The model hub for a config: its prices (and the run's), context windows and limits;
     ``cache`` serves and stores replies (the caller closes it)."""
@@ -364,6 +378,7 @@ def hub_for(
         provider_concurrency=limits,
         timeout_s=timeout_s,
         cache=cache,
+        limiters=limiters,
     )
 
 
@@ -387,9 +402,12 @@ class Cell:
 
 
 def plan_cells(plan: RunPlan) -> list[Cell]:
+    """The run's rollouts as cells; a shard's (``--shard k/N``) only its own."""
+    shard = plan.record.shard
     return [
         Cell(plan, index, plan.rollout_spec(index).id, index)
         for index in range(plan.record.rollouts)
+        if shard is None or shard.owns(index)
     ]
 
 

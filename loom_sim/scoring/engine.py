@@ -117,6 +117,30 @@ async def score_run(
     return summary
 
 
+async def score_rollout(
+    run_dir: Path,
+    index: int,
+    hub: ModelHub,
+    options: ScoreOptions,
+    summary: ScoreSummary,
+    record: RunRecord | None = None,
+    progress: ScoreProgress | None = None,
+) -> None:
+    """Score one rollout of the run in ``run_dir`` into ``summary``: the unit of scoring work
+    (a distributed executor hands these out one by one). A rollout not yet ended, or without
+    turns, is left alone."""
+    record = record if record is not None else read_run(run_dir)
+    files = RolloutFiles(rollout_dir(run_dir, index))
+    transcript = files.transcript()
+    if transcript is None or not transcript.turns:
+        return
+    judge = options.judge_model or record.judge
+    scorer = RolloutScorer(record, files, transcript, hub, judge, options)
+    if progress is not None:
+        scorer.plan(progress)
+    await scorer.run(summary, progress)
+
+
 class RolloutScorer:
     def __init__(
         self,

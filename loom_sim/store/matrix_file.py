@@ -34,6 +34,7 @@ import msgspec
 from loom_sim.errors import LoomError
 from loom_sim.seeds import derive_seed
 from loom_sim.store.artifacts import rollout_dir
+from loom_sim.store.distribution import Execution, Shard
 from loom_sim.store.run_file import (
     FORMAT_VERSION,
     MATRIX_KIND,
@@ -92,6 +93,8 @@ class MatrixRecord(msgspec.Struct, kw_only=True):
     suite: str | None = None  # the suite file the matrix came from, if any
     argv: list[str] = msgspec.field(default_factory=list)
     versions: dict[str, str] = msgspec.field(default_factory=dict)
+    shard: Shard | None = None  # --shard k/N: this folder holds only that shard's cells
+    executions: list[Execution] = msgspec.field(default_factory=list)  # --executor ray passes
 
     def arm(self, config: str, target: str) -> MatrixArm:
         for arm in self.arms:

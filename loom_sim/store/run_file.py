@@ -24,6 +24,8 @@ import msgspec
 
 from loom_sim.config.spec import LoomConfig
 from loom_sim.errors import LoomError
+from loom_sim.store.artifacts import write_json
+from loom_sim.store.distribution import Execution, Shard
 
 if TYPE_CHECKING:
     from loom_sim.models.retry import Faults
@@ -81,6 +83,8 @@ class RunRecord(msgspec.Struct, kw_only=True, dict=True):
     versions: dict[str, str] = msgspec.field(default_factory=dict)
     imported_from: list[str] | None = None  # transcripts imported from another tool
     faults: dict[str, FaultRecord] = msgspec.field(default_factory=dict)  # by model spec
+    shard: Shard | None = None  # --shard k/N: this folder holds only that shard's rollouts
+    executions: list[Execution] = msgspec.field(default_factory=list)  # --executor ray passes
     config: dict[str, Any]
 
     @cached_property
@@ -169,3 +173,12 @@ def read_run(run_dir: Path) -> RunRecord:
         return _DECODER.decode(msgspec.json.encode(migrate(raw)))
     except msgspec.ValidationError as err:
         raise LoomError(f"{path}: not a run file this loom-sim can read ({err})") from None
+
+
+def add_execution(run_dir: Path, execution: Execution) -> None:
+    """Append ``execution`` to the ``executions`` of ``run_dir``'s ``run.json`` (a run's or a
+    matrix's), atomically. Edited as JSON data, so either kind of record keeps every field."""
+    path = run_dir / RUN_FILE
+    data = read_raw(path)
+    data["executions"] = [*(data.get("executions") or []), msgspec.to_builtins(execution)]
+    write_json(path, data)

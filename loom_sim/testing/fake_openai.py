@@ -20,7 +20,8 @@ the process that started it) or after ``--max-lifetime`` seconds. From Python us
 :class:`FakeOpenAIServer` as a context manager.
 
 Endpoints: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
-``GET /v1/models`` and ``GET /stats`` (counters as JSON).
+``GET /v1/models`` and ``GET /stats`` (counters as JSON, with the most completion requests
+in flight at once when ``--latency`` is set: what the clients' limits let through).
 
 Replies are deterministic functions of the request: ``"reply <n>: "`` (``n`` = number of
 messages in the request) followed by the first words of the last user message, or a JSON
@@ -147,6 +148,8 @@ class _State:
         self.keepalive_timeout = args.keepalive_timeout
         self.requests = 0
         self.connections = 0
+        self.in_flight = 0  # completion requests being answered now
+        self.peak_in_flight = 0  # the most ever at once: what a client's limits let through
         self.by_route: Counter[str] = Counter()
         self.faults_injected: Counter[str] = Counter()
 
@@ -166,6 +169,8 @@ class _State:
             "by_route": dict(self.by_route),
             "faults": sum(self.faults_injected.values()),
             "faults_by_kind": dict(self.faults_injected),
+            "in_flight": self.in_flight,
+            "peak_in_flight": self.peak_in_flight,
         }
 
 
@@ -297,7 +302,12 @@ class _Connection(asyncio.Protocol):
         if fault == "stall":
             return  # never answer: the client's timeout has to fire
         if state.latency > 0:
-            await asyncio.sleep(state.latency)
+            state.in_flight += 1
+            state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
+            try:
+                await asyncio.sleep(state.latency)
+            finally:
+                state.in_flight -= 1
         if fault == "429":
             extra = {}
             if state.retry_after is not None:
