@@ -53,14 +53,22 @@ def json_endpoint():
 
 async def exchange(settings, tmp_path, lines, history=(), model=None):
     context = AdapterContext(
-        workdir=tmp_path, bundle=tmp_path, inputs=[], seed=3, history=list(history),
+        workdir=tmp_path,
+        bundle=tmp_path,
+        inputs=[],
+        seed=3,
+        history=list(history),
         model=model or (lambda spec: None),  # type: ignore[arg-type,return-value]
-    )  # fmt: skip
+    )
     adapter = open_target(settings, context)
     async with trio.open_nursery() as nursery:
         try:
             await adapter.start(nursery)
-            return [await adapter.send(line) for line in lines]
+            replies = []
+            for line in lines:
+                await adapter.send(line)
+                replies.append(await adapter.receive())
+            return replies
         finally:
             await adapter.close()
 
@@ -85,10 +93,13 @@ async def test_a_json_endpoint_with_template_key_and_garbled_reply(tmp_path, mon
     monkeypatch.setenv("CHAT_TOKEN", "s3cret")
     with json_endpoint() as (url, seen):
         settings = HttpSettings(
-            adapter="http", url=url, api="json", api_key_env="CHAT_TOKEN",
+            adapter="http",
+            url=url,
+            api="json",
+            api_key_env="CHAT_TOKEN",
             request={"input": "{message}", "history": "{messages}", "tag": "q: {message}"},
             reply_field="$.data.reply",
-        )  # fmt: skip
+        )
         good, bad, after = await exchange(
             settings, tmp_path, ["hi", "garble", "bye"], history=[("earlier", "before")]
         )

@@ -57,10 +57,13 @@ def program(tmp_path):
 
 async def drive(settings: PtySettings, tmp_path: Path, lines: list[str]):
     context = AdapterContext(
-        workdir=tmp_path / "work", bundle=tmp_path, inputs=[], seed=1,
+        workdir=tmp_path / "work",
+        bundle=tmp_path,
+        inputs=[],
+        seed=1,
         model=lambda spec: None,  # type: ignore[arg-type,return-value]
         cast=tmp_path / "session.cast",
-    )  # fmt: skip
+    )
     adapter = open_target(settings, context)
     replies = []
     try:
@@ -68,7 +71,8 @@ async def drive(settings: PtySettings, tmp_path: Path, lines: list[str]):
             try:
                 replies.append(await adapter.start(nursery))
                 for line in lines:
-                    replies.append(await adapter.send(line))
+                    await adapter.send(line)
+                    replies.append(await adapter.receive())
             finally:
                 await adapter.close()
     except ExceptionGroup as group:  # the nursery wraps what the adapter raised

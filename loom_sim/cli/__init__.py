@@ -75,6 +75,7 @@ def cli() -> None:
 def _register() -> None:
     from loom_sim.cli import (
         dry_run,
+        harness,
         imports,
         inspect,
         plugins,
@@ -103,6 +104,8 @@ def _register() -> None:
     cli.add_command(port.port)
     cli.add_command(probe.probe)
     cli.add_command(plugins.plugins)
+    cli.add_command(harness.harness)
+    cli.add_command(harness.studio)
 
 
 _register()

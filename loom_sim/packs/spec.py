@@ -31,8 +31,8 @@ from loom_sim.packs.targets import TargetsField, check_targets
 
 SCHEMA_VERSION = "1"
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)]
-#: The model roles of a session: who plays the user, reflects, evaluates, answers (model: targets).
-ROLES = ("user", "reflector", "evaluator", "assistant")
+#: The model roles of a session: who plays the user, who reflects, who evaluates.
+ROLES = ("user", "reflector", "evaluator")
 #: The scorecard's components, in the seed's order.
 COMPONENTS = (
     "goal_progress",
@@ -234,7 +234,7 @@ class Defaults(_Section):
     target: Name | None = Field(None, description="The target scenarios use by default.")
     models: dict[str, str] = Field(
         default_factory=dict,
-        description="Model specs by role: user, reflector, evaluator, assistant.",
+        description="Model specs by role: user, reflector, evaluator.",
     )
     policy: Policy = Field(default_factory=Policy)
 

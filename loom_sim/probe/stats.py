@@ -1,8 +1,6 @@
 """The numbers of a probe summary: success rates with Wilson intervals, pairs, regret.
 
-Why Wilson intervals: probes are small (tens of runs per cell) and success rates often near 0
-or 1, where the textbook normal interval is too narrow and leaves [0, 1]. The Wilson score
-interval stays inside [0, 1] and keeps close to its nominal 95% coverage at these sizes.
+Intervals are Wilson's (:mod:`loom_sim.rates` says why).
 
 Rates are over *judged* runs: a run whose judge gave no verdict is neither a success nor a
 failure, so it is counted apart (``unjudged``) instead of silently lowering the rate.
@@ -10,28 +8,11 @@ failure, so it is counted apart (``unjudged``) instead of silently lowering the 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from loom_sim.probe.records import ProbeRecord
-
-Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of ``successes`` out of ``n`` (None when ``n`` is 0)."""
-    if n <= 0:
-        return None
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must be in 0..{n}, got {successes}")
-    p = successes / n
-    z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact ends, no rounding noise
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return low, high
+from loom_sim.rates import wilson
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
@@ -27,6 +27,8 @@ from loom_sim.store.records import (
     Transcript,
     TurnRecord,
 )
+
+R = TypeVar("R")
 
 TURNS_FILE = "turns.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
@@ -63,18 +65,21 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-class TurnLog:
+class TurnLog(Generic[R]):
     """``turns.jsonl``: append-only, one line per completed turn, flushed at once.
 
     Flushed, not fsynced: a killed process loses nothing the OS has been given; only a power
-    cut could, and fsync per turn would cost more than the turn's own bookkeeping.
+    cut could, and fsync per turn would cost more than the turn's own bookkeeping. Rollouts log
+    :class:`TurnRecord`; another kind of session gives its own record type (anything with a
+    ``turn`` number) as ``decoder``.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, decoder: msgspec.json.Decoder[R] = TURN_DECODER):  # type: ignore[assignment]
         self.path = path
+        self._decoder = decoder
         self._file: BinaryIO | None = None
 
-    def append(self, record: TurnRecord) -> None:
+    def append(self, record: R) -> None:
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("ab")
@@ -86,18 +91,18 @@ class TurnLog:
             self._file.close()
             self._file = None
 
-    def load(self) -> list[TurnRecord]:
+    def load(self) -> list[R]:
         """Every complete record; a torn last line (the process died mid-write) is cut off."""
         if not self.path.exists():
             return []
         raw = self.path.read_bytes()
-        records: list[TurnRecord] = []
+        records: list[R] = []
         good = 0
         for line in raw.splitlines(keepends=True):
             if not line.endswith(b"\n"):
                 break
             try:
-                records.append(TURN_DECODER.decode(line))
+                records.append(self._decoder.decode(line))
             except msgspec.DecodeError:
                 break
             good += len(line)
@@ -118,7 +123,7 @@ class RolloutFiles:
     dir: Path
 
     @property
-    def turns(self) -> TurnLog:
+    def turns(self) -> TurnLog[TurnRecord]:
         return TurnLog(self.dir / TURNS_FILE)
 
     @property

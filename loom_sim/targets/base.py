@@ -74,8 +74,12 @@ class TargetAdapter(Protocol):
         """Bring the target up; its greeting (a banner, or nothing)."""
         ...
 
-    async def send(self, text: str) -> Exchange:
-        """Send one line (an utterance or a command) and wait for the whole reply."""
+    async def send(self, text: str) -> None:
+        """Send one line (an utterance or a command), as typed."""
+        ...
+
+    async def receive(self) -> Exchange:
+        """The whole reply to the line sent."""
         ...
 
     async def close(self) -> None:

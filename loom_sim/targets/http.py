@@ -150,7 +150,11 @@ class HttpAdapter:
             raise TargetFatal(str(exc)) from None
         return Exchange("", "complete")
 
-    async def send(self, text: str) -> Exchange:
+    async def send(self, text: str) -> None:
+        self.conversation.pending = text
+
+    async def receive(self) -> Exchange:
+        text = self.conversation.take()
         if self._client is not None:
             return await self.conversation.exchange(self._client, text, self._label)
         return await self._post_json(text)
@@ -178,10 +182,16 @@ class HttpAdapter:
             if 200 <= reply.status < 300:
                 return reply.content
             raise status_error(
-                reply.status, reply.headers, reply.content, spec=self._label,
-                model="", base_url=self.url, key_env=settings.api_key_env or "",
-                has_key=bool(self._key), secrets=secrets,
-            )  # fmt: skip
+                reply.status,
+                reply.headers,
+                reply.content,
+                spec=self._label,
+                model="",
+                base_url=self.url,
+                key_env=settings.api_key_env or "",
+                has_key=bool(self._key),
+                secrets=secrets,
+            )
 
         try:
             content, attempts = await self._retry.run(self._label, attempt)

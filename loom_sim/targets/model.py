@@ -58,6 +58,13 @@ class Conversation:
         self.settings = settings
         self.seed = context.seed
         self.history: list[tuple[str, str]] = list(context.history)
+        self.pending: str | None = None  # sent, not yet answered
+
+    def take(self) -> str:
+        if self.pending is None:
+            raise TargetFatal("a reply was awaited before anything was sent")
+        text, self.pending = self.pending, None
+        return text
 
     def request(self, text: str) -> ModelRequest:
         settings = self.settings
@@ -88,9 +95,14 @@ class Conversation:
             ended_by="complete",
             duration_s=_since(started),
             usage=response.usage,
-            notes=[{"type": "completion", "finish_reason": response.finish_reason,
-                    "attempts": response.attempts}],
-        )  # fmt: skip
+            notes=[
+                {
+                    "type": "completion",
+                    "finish_reason": response.finish_reason,
+                    "attempts": response.attempts,
+                }
+            ],
+        )
 
 
 def _since(started: float) -> float:
@@ -109,7 +121,11 @@ class ModelAdapter:
     async def start(self, nursery: trio.Nursery) -> Exchange:
         return Exchange("", "complete")
 
-    async def send(self, text: str) -> Exchange:
+    async def send(self, text: str) -> None:
+        self.conversation.pending = text
+
+    async def receive(self) -> Exchange:
+        text = self.conversation.take()
         return await self.conversation.exchange(self._client, text, f"model {self.settings.spec}")
 
     async def close(self) -> None:

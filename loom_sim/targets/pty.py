@@ -130,6 +130,7 @@ class PtyAdapter:
         self._master: int | None = None
         self._process: trio.Process | None = None
         self._cast: CastRecorder | None = None
+        self._sent = ""
 
     def describe(self) -> dict[str, Any]:
         return {"adapter": "pty", "command": self.argv, "cwd": self.cwd}
@@ -275,7 +276,8 @@ class PtyAdapter:
         said = f"; its last output: {' / '.join(last)[-200:]}" if last else ""
         raise TargetFatal(f"the target program {self.argv[0]} {status} while {doing}{said}")
 
-    async def send(self, text: str) -> Exchange:
+    async def send(self, text: str) -> None:
+        """Type ``text`` and Enter (the reply is awaited by :meth:`receive`)."""
         if self._master is None:
             raise TargetFatal("the target program was never started")
         if self._eof:
@@ -294,7 +296,12 @@ class PtyAdapter:
                     continue
         except OSError:
             await self._exited("reading its input")
-        return await self._await_reply(self.settings.reply_timeout_s, "answering", text)
+        self._sent = text
+
+    async def receive(self) -> Exchange:
+        """The reply to the line sent: until the prompt, an idle window or the timeout."""
+        sent, self._sent = self._sent, ""
+        return await self._await_reply(self.settings.reply_timeout_s, "answering", sent)
 
     # ── stopping ──
 
