@@ -51,6 +51,8 @@ for line in sys.stdin:
         event(type="image_generated", ability="make", cost_usd=0.02); w(f"made {made}.png\n")
     elif line.startswith("/cost"):
         event(type="render", cost_usd=0.02); w("rendered\n")
+    elif line.startswith("/wait"):
+        time.sleep(0.4); w("waited\n")
     elif line.startswith("/slow"):
         time.sleep(3); w("slow reply\n")
     elif line.startswith("/flood"):
@@ -79,7 +81,7 @@ def toy_pack(
     pack = {
         "abilities": [
             {"name": n, "usage": f"/{n}", "summary": n}
-            for n in ("ok", "fail", "make", "cost", "slow", "crash", "flood", "bytes")
+            for n in ("ok", "fail", "make", "cost", "wait", "slow", "crash", "flood", "bytes")
         ],
         "targets": {
             "toy": {

@@ -80,9 +80,7 @@ def harness() -> None:
     "--repeat",
     "-k",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Sessions per scenario (pass^k and Wilson intervals in the report).",
+    help="Sessions per scenario, for pass^k and Wilson intervals in the report (default 1).",
 )
 @click.option("--seed", type=int, help="Fixes every random choice (default: random, recorded).")
 @click.option(
@@ -135,7 +133,7 @@ def run(
         options = HarnessOptions(
             scenarios=tuple(defining["scenario"]),
             target=defining["target"],
-            repeat=defining["repeat"],
+            repeat=defining["repeat"] or 1,
             seed=defining["seed"],
             models=_pairs(defining["model"]),
             output=defining["output"],
@@ -143,12 +141,14 @@ def run(
             timeout_s=timeout,
             max_turns=defining["max_turns"],
         )
-        plan = plan_run(load_pack(find(pack_path, "packs")), options, sys.argv[1:])
+        loaded = load_pack(find(pack_path, "packs"))
+        checker = ModelHub(base_url=base_url, timeout_s=timeout)
+        plan = plan_run(loaded, options, sys.argv[1:], check=checker.check)
     click.echo(f"run directory: {plan.dir}", err=True)
 
     async def main() -> list[dict]:
         async with ModelHub(base_url=base_url, timeout_s=plan.record.timeout_s) as hub:
-            _check_models(plan, hub)
+            _check_models(plan, hub)  # again on resume: the environment may have changed
             return await execute(plan, hub.client, LineProgress())
 
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import random
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,7 +163,15 @@ def sessions_of(plan_dir: Path, record: HarnessRecord, pack: Pack) -> list[Sessi
     return specs
 
 
-def plan_run(loaded: LoadedPack, options: HarnessOptions, argv: list[str]) -> HarnessPlan:
+def plan_run(
+    loaded: LoadedPack,
+    options: HarnessOptions,
+    argv: list[str],
+    check: Callable[[str], object] | None = None,
+) -> HarnessPlan:
+    """Plan a run and write its folder; ``check`` validates every model spec first (the hub's
+    :meth:`~loom_sim.models.hub.ModelHub.check`), so a missing key is reported before anything
+    is written."""
     pack = loaded.pack
     if options.max_turns is not None:
         pack = _capped(pack, options.max_turns)
@@ -172,7 +181,12 @@ def plan_run(loaded: LoadedPack, options: HarnessOptions, argv: list[str]) -> Ha
         raise LoomError(f"--model {unknown[0]}=...: unknown role; roles: {', '.join(ROLES)}")
     models = {role: DEFAULT_MODEL for role in ROLES} | pack.defaults.models | options.models
     for scenario in scenarios:
-        _target_of(pack, scenario, options.target)  # every target resolves, before any work
+        _, target = _target_of(pack, scenario, options.target)  # every target resolves
+        if check is not None and target.adapter == "model":
+            check(getattr(target, "spec", ""))
+    if check is not None:
+        for spec in models.values():
+            check(spec)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     raw = loaded.path.read_bytes()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
