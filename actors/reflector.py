@@ -34,14 +34,20 @@ TEXT_FIELDS = ("what_worked", "what_failed", "next_hypothesis")
 #: What the model writes; the rest of the record is the session's.
 MODEL_SCHEMA: dict[str, Any] = {
     "type": "object",
+    # Bounded (a note to oneself; a small model must not ramble) and ordered so that a reply
+    # cut off at its token limit loses only the end of the list, which the parser can close.
     "properties": {
-        "what_worked": {"type": "string"},
-        "what_failed": {"type": "string"},
-        "open_questions": {"type": "array", "items": {"type": "string"}, "maxItems": 4},
-        "next_hypothesis": {"type": "string"},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "what_worked": {"type": "string", "maxLength": 120},
+        "what_failed": {"type": "string", "maxLength": 120},
+        "next_hypothesis": {"type": "string", "maxLength": 120},
+        "open_questions": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 100},
+            "maxItems": 3,
+        },
     },
-    "required": ["what_worked", "what_failed", "open_questions", "next_hypothesis", "confidence"],
+    "required": ["confidence", "what_worked", "what_failed", "next_hypothesis", "open_questions"],
 }
 _REPLY_CHARS = 1500
 
@@ -126,10 +132,10 @@ class Reflector(Actor):
         system = (
             f"You are {persona.who} You are using a chat program to reach this goal: "
             f"{scenario.goal} After each turn you write down, honestly and in a few words "
-            "each, what worked, what failed, the questions you still have, what you will try "
-            "next, and how confident you are (0 to 1) that you will reach the goal. Answer "
-            "with one JSON object with the keys what_worked, what_failed, open_questions (a "
-            "list), next_hypothesis and confidence."
+            "each, how confident you are (0 to 1) that you will reach the goal, what worked, "
+            "what failed, what you will try next, and the questions you still have. Answer "
+            "with one JSON object with the keys confidence, what_worked, what_failed, "
+            "next_hypothesis and open_questions (a list)."
         )
         signals = "\n".join(f"- {s}" for s in request.signals) or "- nothing notable"
         outcome = "The action FAILED." if request.failed else ""

@@ -66,14 +66,24 @@ def action_from_line(line: str) -> Action:
     return Action("utterance", text)
 
 
-def action_schema(abilities: list[Ability]) -> dict[str, Any]:
-    kinds = ["utterance", "command", "give_up"] if abilities else ["utterance", "give_up"]
-    properties: dict[str, Any] = {"kind": {"type": "string", "enum": kinds}}
-    if abilities:
-        properties["command"] = {"type": "string", "enum": [a.name for a in abilities]}
-        properties["arguments"] = {"type": "string"}
-    properties["message"] = {"type": "string"}
-    return {"type": "object", "properties": properties, "required": list(properties)}
+SAY, GIVE_UP = "say", "give_up"
+TEXT_LIMIT = 200  # characters of the text field: a line a person types, not an essay
+
+
+def action_schema(abilities: list[Ability], may_give_up: bool) -> dict[str, Any]:
+    """One choice and one bounded text: ``say`` (write ``text`` to the assistant), a command's
+    name (type ``/name text``), or ``give_up`` (``text`` says why). The command names are an
+    enum, so a schema-constrained model can only type commands that exist; the bound keeps a
+    small model from rambling until its token limit."""
+    choices = [SAY, *(a.name for a in abilities)] + ([GIVE_UP] if may_give_up else [])
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": choices},
+            "text": {"type": "string", "maxLength": TEXT_LIMIT},
+        },
+        "required": ["action", "text"],
+    }
 
 
 def system_prompt(setup: UserSetup) -> str:
@@ -102,16 +112,18 @@ def system_prompt(setup: UserSetup) -> str:
         lines.append("The program's commands:")
         lines += [f"  {a.usage or '/' + a.name} — {a.summary}" for a in setup.abilities]
         lines.append(
-            'Each turn, answer with one JSON object: {"kind": "command", "command": NAME, '
-            '"arguments": "ARGS", "message": ""} to type /NAME ARGS; {"kind": "utterance", '
-            '"command": "", "arguments": "", "message": TEXT} to write to the assistant; '
-            '{"kind": "give_up", ..., "message": WHY} if you would really leave.'
+            'Each turn, answer with one JSON object: {"action": NAME, "text": ARGUMENTS} to type '
+            'the command /NAME ARGUMENTS, or {"action": "say", "text": MESSAGE} to write to the '
+            "assistant in your own words."
         )
     else:
         lines.append(
-            'Each turn, answer with one JSON object: {"kind": "utterance", "message": TEXT} to '
-            'write to the assistant, or {"kind": "give_up", "message": WHY} if you would leave.'
+            'Each turn, answer with one JSON object: {"action": "say", "text": MESSAGE}, the '
+            "message you write to the assistant."
         )
+    lines.append(
+        'Once you have really tried, you may leave with {"action": "give_up", "text": WHY}.'
+    )
     return "\n".join(lines)
 
 
@@ -123,7 +135,6 @@ class SimulatedUser(Actor):
         self._model = model
         self._seeds = seeds
         self.setup = setup
-        self._schema = action_schema(setup.abilities)
         self._system = system_prompt(setup)
         self.past: list[Observed] = list(setup.past)
 
@@ -179,7 +190,7 @@ class SimulatedUser(Actor):
         if self._disheartened() >= patience:
             why = f"patience ran out: {patience} disheartening turns in a row"
             return PlannedAction(Action("utterance", "I give up."), gave_up=True, reason=why)
-        usage, raw, error = Usage(), "", ""
+        usage, raw, error, said = Usage(), "", "", ""
         tries = 2
         for attempt in range(tries):
             response = await self._model.complete(
@@ -188,43 +199,52 @@ class SimulatedUser(Actor):
                     max_tokens=self.setup.policy.max_tokens,
                     temperature=self.setup.policy.temperature,
                     seed=self._seeds.for_call("user", request.turn, 10 * request.attempt + attempt),
-                    json_schema=self._schema,
+                    json_schema=action_schema(
+                        self.setup.abilities, request.turn >= self.setup.policy.give_up_after
+                    ),
                 )
             )
             usage, raw = usage + response.usage, response.text
+            parsed: Any = None
             try:
                 parsed = response.parsed if response.parsed is not None else parse_json(raw)
-                return self._read(parsed, raw, usage, attempt + 1)
+                return self._read(parsed, raw, usage, attempt + 1, request.turn)
             except BadModelReply as exc:
                 error = str(exc)
-        line = next((ln.strip() for ln in raw.splitlines() if ln.strip()), "")
+                if isinstance(parsed, dict) and str(parsed.get("text") or "").strip():
+                    said = str(parsed["text"])  # JSON with an unusable choice: its words remain
+        if said:
+            line = said
+        elif raw.lstrip().startswith(("{", "[")):
+            line = ""  # broken JSON is not what a person types
+        else:
+            line = next((ln.strip() for ln in raw.splitlines() if ln.strip()), "")
         if not line:
             raise BadModelReply(f"the simulated user's model gave no usable action ({error})")
         action = action_from_line(line)
         reason = f"read as typed: the model's JSON was unusable ({error})"
         return PlannedAction(action, raw=raw, usage=usage, attempts=tries, reason=reason)
 
-    def _read(self, parsed: Any, raw: str, usage: Usage, attempts: int) -> PlannedAction:
+    def _read(self, parsed: Any, raw: str, usage: Usage, attempts: int, turn: int) -> PlannedAction:
         if not isinstance(parsed, dict):
             raise BadModelReply(f"the action is a {type(parsed).__name__}, not a JSON object")
-        kind = str(parsed.get("kind", "")).strip()
-        message = " ".join(str(parsed.get("message") or "").split())
-        if kind == "give_up":
-            action = Action("utterance", message or "I give up.")
-            why = message or "the user chose to leave"
-            return PlannedAction(
-                action, gave_up=True, reason=why, raw=raw, usage=usage, attempts=attempts
-            )
-        if kind == "command" and self.setup.abilities:
-            name = str(parsed.get("command") or "").strip().lstrip("/")
-            if name not in {a.name for a in self.setup.abilities}:
-                raise BadModelReply(f"{name!r} is not one of the program's commands")
-            arguments = " ".join(str(parsed.get("arguments") or "").split())
-            action = action_from_line(f"/{name} {arguments}".strip())
-        elif kind == "utterance" or (kind == "command" and not self.setup.abilities):
-            if not message:
+        choice = str(parsed.get("action", "")).strip().lstrip("/")
+        text = " ".join(str(parsed.get("text") or "").split())
+        names = {a.name for a in self.setup.abilities}
+        if choice == GIVE_UP and turn >= self.setup.policy.give_up_after:
+            why = text or "the user chose to leave"
+            action = Action("utterance", "I give up.")
+            return PlannedAction(action, True, why, raw, usage, attempts)
+        if choice == GIVE_UP:  # too early to leave: what it says is said to the assistant
+            note = "an early give-up, sent as a message"
+            action = action_from_line(text or "I'm not sure this is working.")
+            return PlannedAction(action, reason=note, raw=raw, usage=usage, attempts=attempts)
+        if choice in names:
+            action = action_from_line(f"/{choice} {text}".strip())
+        elif choice == SAY:
+            if not text:
                 raise BadModelReply("the message is empty")
-            action = action_from_line(message)
+            action = action_from_line(text)
         else:
-            raise BadModelReply(f"unknown kind {kind!r}")
+            raise BadModelReply(f"{choice!r} is neither `say` nor one of the program's commands")
         return PlannedAction(action, raw=raw, usage=usage, attempts=attempts)

@@ -113,11 +113,11 @@ def toy_pack(
 
 
 def command(name: str, arguments: str = "") -> str:
-    return json.dumps({"kind": "command", "command": name, "arguments": arguments, "message": ""})
+    return json.dumps({"action": name, "text": arguments})
 
 
 def utterance(text: str) -> str:
-    return json.dumps({"kind": "utterance", "command": "", "arguments": "", "message": text})
+    return json.dumps({"action": "say", "text": text})
 
 
 def by_turn(answers: Sequence[str]) -> Callable[[ModelRequest], str]:

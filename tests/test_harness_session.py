@@ -98,11 +98,12 @@ def test_a_crashing_target_ends_in_error_with_its_turns_kept(tmp_path):
 
 
 def test_the_user_gives_up_by_choice_and_by_patience(tmp_path):
-    quits = json.dumps(
-        {"kind": "give_up", "command": "", "arguments": "", "message": "this is not for me"}
-    )
-    brief, _ = run_toy(tmp_path / "a", [utterance("hi"), quits])
-    assert (brief["stop_reason"], brief["turns"]) == ("user_gave_up", 1)
+    quits = json.dumps({"action": "give_up", "text": "this is not for me"})
+    answers = [quits, utterance("hi"), utterance("hm"), quits]
+    brief, bundle = run_toy(tmp_path / "a", answers, budget={"max_turns": 6})
+    assert (brief["stop_reason"], brief["turns"]) == ("user_gave_up", 3)
+    early = turns(bundle)[0]  # turn 0 is too early to leave: it is said to the assistant
+    assert early.action.text == "this is not for me" and "early give-up" in early.user_note
     gloomy = json.dumps(
         {
             "what_worked": "",

@@ -4,7 +4,9 @@ Users of other simulators complain most about three failures, and each is checke
 draft before it is sent:
 
 * **role flip** — the simulated user talks like the assistant ("How can I help you?", "Here
-  is the image you requested", "As an AI...");
+  is the image you requested", "As an AI..."), or writes the program's side of the
+  conversation: its last reply again (eight words in a row or more) or the transcript's own
+  "The program answered:";
 * **invented reference** — it names a file, an image or an argument that neither the scenario
   nor the program ever mentioned (``/blend img7 img1`` when there are three images);
 * **repeated action** — it types its last line again, word for word.
@@ -38,6 +40,10 @@ FILE_NAME = re.compile(
     r"\b[\w.-]+\.(?:png|jpe?g|gif|webp|bmp|tiff?|heic|pdf|txt|csv|json|mp4|mov|psd|svg)\b", re.I
 )
 ID_LIKE = re.compile(r"\b[a-z]{2,}\d+\b", re.I)
+# How the session shows the program's replies to the user model: a draft opening with it is
+# the model continuing the transcript, not a user typing.
+SCAFFOLD = re.compile(r"(?i)^\s*the program (?:answered|started)\s*:")
+ECHO_WORDS = 8  # this many words in a row of the program's last reply is an echo
 _WORD = re.compile(r"[\w.-]+")
 
 
@@ -53,11 +59,24 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def audit(action: Action, previous: Action | None, known: set[str]) -> list[AuditFlag]:
-    """The flags ``action`` earns, given the last action and the words mentioned so far."""
+def _echoes(text: str, reply: str) -> bool:
+    """Whether ``text`` repeats the program's last reply (a long stretch of it, word for word)."""
+    words, said = text.lower().split(), _normal(reply)
+    return len(words) >= ECHO_WORDS and any(
+        " ".join(words[i : i + ECHO_WORDS]) in said for i in range(len(words) - ECHO_WORDS + 1)
+    )
+
+
+def audit(
+    action: Action, previous: Action | None, known: set[str], last_reply: str = ""
+) -> list[AuditFlag]:
+    """The flags ``action`` earns, given the last action, the words mentioned so far and the
+    program's last reply."""
     flags: list[AuditFlag] = []
     if match := ROLE_FLIP.search(action.text):
         flags.append(AuditFlag("role_flip", f"speaks as the assistant: {match.group(0).strip()!r}"))
+    elif SCAFFOLD.match(action.text) or _echoes(action.text, last_reply):
+        flags.append(AuditFlag("role_flip", "repeats the program's words as its own"))
     invented: list[str] = []
     for name in FILE_NAME.findall(action.text):
         if name.lower() not in known:

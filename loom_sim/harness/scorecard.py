@@ -16,6 +16,8 @@ goal progress ≥ 0.7, at least one required ability used, no fatal adapter erro
   so that two runs of the same session score the same although their clocks differ.
 * **resilience** — of the failed actions that had a next turn, the share followed within two
   turns by a different action that worked; 1 when nothing failed.
+
+A session that completed no turn scores 0 on every component.
 * **reflection_quality** — per reflection, schema validity (valid 1, repaired 0.75, invalid 0)
   × the mean of its specificity (judgements written, and tied to the turn's action or signals)
   and its novelty (1 − similarity to the previous reflection); averaged.
@@ -97,6 +99,8 @@ def ability_usage(turns: list[HarnessTurn], scenario: Scenario) -> tuple[float, 
 def efficiency(
     turns: list[HarnessTurn], scenario: Scenario, outcome: Outcome
 ) -> tuple[float, dict[str, Any]]:
+    if not turns:
+        return 0.0, {"note": "no turn completed"}
     budget = scenario.budget
     shares = {"turns": min(1.0, len(turns) / budget.max_turns)}
     if budget.max_cost_usd and outcome.cost_usd is not None:
@@ -109,6 +113,8 @@ def efficiency(
 
 
 def resilience(turns: list[HarnessTurn], outcome: Outcome) -> tuple[float, dict[str, Any]]:
+    if not turns:
+        return 0.0, {"note": "no turn completed"}
     chances = recovered = 0
     for i, t in enumerate(turns):
         if not t.failed:

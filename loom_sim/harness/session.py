@@ -386,8 +386,11 @@ class Session:
         if planned.gave_up:
             self._stop = Stop(StopReason.USER_GAVE_UP, planned.reason)
             return Trigger.GAVE_UP
-        previous = self._records[-1].action if self._records else None
-        flags = audit(planned.action, previous, self._known)
+        previous = self._records[-1] if self._records else None
+        last_reply = previous.reply.text if previous else ""
+        flags = audit(
+            planned.action, previous.action if previous else None, self._known, last_reply
+        )
         if flags and current.attempt < self.spec.policy.audit_retries:
             current.rejected.append(RejectedDraft(planned.action.text, flags))
             current.attempt += 1

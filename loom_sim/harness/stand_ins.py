@@ -64,9 +64,9 @@ def _arguments(usage: str, ids: list[str], step: int) -> str:
 )
 def user(request: ModelRequest) -> str:
     text, turn = _text(request), _turn(request)
-    properties = (request.json_schema or {}).get("properties", {})
+    choices = (request.json_schema or {}).get("properties", {}).get("action", {}).get("enum", [])
     rng = random.Random(f"{request.seed}:{turn}")
-    if "command" not in properties:
+    if not set(choices) - {"say", "give_up"}:
         goal = re.search(r"What you want from this session: (.+)", text)
         wants = goal.group(1).rstrip(".") if goal else "get this done"
         asks = (
@@ -74,7 +74,7 @@ def user(request: ModelRequest) -> str:
             "Can you give me one concrete first step?",
             "What would you do in my place?",
         )
-        return json.dumps({"kind": "utterance", "message": asks[turn % len(asks)]})
+        return json.dumps({"action": "say", "text": asks[turn % len(asks)]})
     commands = {name[1:]: name + rest for name, rest in _COMMAND.findall(text)}
     tools = _TOOLS.search(text)
     needed = [g.split(" or ")[0].strip() for g in tools.group(1).split(";")] if tools else []
@@ -88,13 +88,13 @@ def user(request: ModelRequest) -> str:
         name = plan[turn]
     elif (turn - len(plan)) % 3 == 2:
         ask = _ASKS[rng.randrange(len(_ASKS))]
-        return json.dumps({"kind": "utterance", "command": "", "arguments": "", "message": ask})
+        return json.dumps({"action": "say", "text": ask})
     else:
         makers = [m for m in _MAKERS if m in commands] or list(commands)
         name = makers[(turn - len(plan)) % len(makers)]
     pool = inputs + outputs[-1:] if turn >= len(plan) else inputs
     arguments = _arguments(commands.get(name, ""), pool, turn)
-    return json.dumps({"kind": "command", "command": name, "arguments": arguments, "message": ""})
+    return json.dumps({"action": name, "text": arguments})
 
 
 @script(

@@ -191,6 +191,12 @@ class Policy(_Section):
     audit_retries: int = Field(
         1, ge=0, le=5, description="Times a draft the audit flags is asked for again."
     )
+    give_up_after: int = Field(
+        3,
+        ge=0,
+        description="The first turn at which the user model may choose to give up (a user "
+        "who leaves before trying anything is a simulator failure, not a finding).",
+    )
     give_up_below_confidence: float = Field(
         0.25, ge=0, le=1, description="A reflection below this confidence disheartens."
     )

@@ -20,9 +20,12 @@ import fcntl
 import os
 import re
 import shlex
+import shutil
 import signal
 import struct
+import sys
 import termios
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import pyte
@@ -118,6 +121,7 @@ class PtyAdapter:
         self.settings = settings
         self.context = context
         self.argv = [context.fill(part) for part in settings.command]
+        self.argv[0] = _program(self.argv[0])
         self.cwd = context.fill(settings.cwd) if settings.cwd else str(context.workdir)
         self._prompt = re.compile(settings.prompt) if settings.prompt else None
         self._screen = pyte.Screen(settings.cols, settings.rows)
@@ -333,6 +337,15 @@ class PtyAdapter:
                 os.close(master)
             if self._cast is not None:
                 self._cast.close()
+
+
+def _program(name: str) -> str:
+    """``name`` as found on PATH, else beside the Python running loom-sim (a tool installed in
+    the same virtualenv, e.g. ``llm``, whose ``bin`` is not on PATH), else as given."""
+    if os.sep in name or shutil.which(name):
+        return name
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else name
 
 
 def _without_echo_and_prompt(text: str, sent: str, prompt: re.Pattern[str] | None) -> str:
