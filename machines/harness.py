@@ -90,8 +90,8 @@ HARNESS = MACHINES.add(
             "init": "the scenario validated; a resumed session rebuilt from its `turns.jsonl`",
             "start_chat": "the target started (a program in a pseudo-terminal, an HTTP endpoint, "
             "a model); its greeting read",
-            "import_inputs": "the scenario's files copied into the bundle and handed to the "
-            "target by its setup lines (`/use ...`)",
+            "import_inputs": "the scenario's files (copied into the bundle when the run was "
+            "planned) handed to the target by its setup lines (`/use ...`)",
             "plan_turn": "the simulated user chooses an utterance or a command; the simulator "
             "audit re-asks a flagged draft while retries are left; a user out of patience gives up",
             "act": "the line is typed (or sent)",

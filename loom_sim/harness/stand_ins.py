@@ -60,7 +60,7 @@ def _arguments(usage: str, ids: list[str], step: int) -> str:
 
 
 @script(
-    "harness-user", summary="a stand-in simulated user for the harness (deterministic)", order=60
+    "harness-user", summary="a stand-in simulated user for the harness (deterministic)", order=70
 )
 def user(request: ModelRequest) -> str:
     text, turn = _text(request), _turn(request)
@@ -98,7 +98,7 @@ def user(request: ModelRequest) -> str:
 
 
 @script(
-    "harness-reflector", summary="a stand-in reflector for the harness (deterministic)", order=61
+    "harness-reflector", summary="a stand-in reflector for the harness (deterministic)", order=71
 )
 def reflector(request: ModelRequest) -> str:
     last = request.messages[-1].content if request.messages else ""
@@ -124,7 +124,7 @@ def reflector(request: ModelRequest) -> str:
 
 
 @script(
-    "harness-evaluator", summary="a stand-in evaluator for the harness (deterministic)", order=62
+    "harness-evaluator", summary="a stand-in evaluator for the harness (deterministic)", order=72
 )
 def evaluator(request: ModelRequest) -> str:
     schema: dict[str, Any] = request.json_schema or {}
