@@ -93,7 +93,7 @@ def judged_schema(criteria: list[JudgedCriterion]) -> dict[str, Any]:
                 "properties": {i: {"type": "boolean"} for i in ids},
                 "required": ids,
             },
-            "evidence": {"type": "string", "maxLength": 200},
+            "evidence": {"type": "string", "maxLength": 120},
         },
         "required": ["met", "evidence"],
     }

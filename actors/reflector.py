@@ -38,12 +38,12 @@ MODEL_SCHEMA: dict[str, Any] = {
     # cut off at its token limit loses only the end of the list, which the parser can close.
     "properties": {
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "what_worked": {"type": "string", "maxLength": 120},
-        "what_failed": {"type": "string", "maxLength": 120},
-        "next_hypothesis": {"type": "string", "maxLength": 120},
+        "what_worked": {"type": "string", "maxLength": 100},
+        "what_failed": {"type": "string", "maxLength": 100},
+        "next_hypothesis": {"type": "string", "maxLength": 100},
         "open_questions": {
             "type": "array",
-            "items": {"type": "string", "maxLength": 100},
+            "items": {"type": "string", "maxLength": 80},
             "maxItems": 3,
         },
     },
@@ -67,15 +67,23 @@ def action_record(action: Action) -> dict[str, Any]:
     return record
 
 
-def repair(parsed: Any) -> tuple[dict[str, Any], bool]:
+def repair(parsed: Any, cut_off: bool = False) -> tuple[dict[str, Any], bool]:
     """The five judgements from a parsed answer, and whether any had to be repaired; raises
-    :class:`BadModelReply` naming what is missing or unusable."""
+    :class:`BadModelReply` naming what is missing or unusable.
+
+    ``cut_off``: the model ran out of tokens mid-answer. Asking again would cut it off again,
+    so the judgements it never reached are written as empty — once it has given its
+    confidence, which comes first — and the record is marked repaired."""
     if not isinstance(parsed, dict):
         raise BadModelReply(f"the reflection is a {type(parsed).__name__}, not a JSON object")
     missing = [k for k in MODEL_SCHEMA["required"] if k not in parsed]
+    repaired = False
+    if missing and cut_off and "confidence" in parsed:
+        empty: dict[str, Any] = {"open_questions": []}
+        parsed = {**{k: empty.get(k, "") for k in missing}, **parsed}
+        missing, repaired = [], True
     if missing:
         raise BadModelReply(f"the reflection lacks {', '.join(missing)}")
-    repaired = False
     out: dict[str, Any] = {}
     for key in TEXT_FIELDS:
         value = parsed[key]
@@ -163,7 +171,7 @@ class Reflector(Actor):
             usage, raw = usage + response.usage, response.text
             try:
                 parsed = response.parsed if response.parsed is not None else parse_json(raw)
-                fields, repaired = repair(parsed)
+                fields, repaired = repair(parsed, cut_off=response.finish_reason == "length")
                 record = self._record(request, fields)
             except BadModelReply as exc:
                 error = str(exc)

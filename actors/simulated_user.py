@@ -67,7 +67,7 @@ def action_from_line(line: str) -> Action:
 
 
 SAY, GIVE_UP = "say", "give_up"
-TEXT_LIMIT = 200  # characters of the text field: a line a person types, not an essay
+TEXT_LIMIT = 160  # characters of the text field: a line a person types, not an essay
 
 
 def action_schema(abilities: list[Ability], may_give_up: bool) -> dict[str, Any]:
