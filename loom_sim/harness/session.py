@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
@@ -27,7 +26,6 @@ from loom_sim.actors.evaluator import EvaluatorSetup
 from loom_sim.actors.reflector import ReflectorSetup
 from loom_sim.actors.simulated_user import UserSetup
 from loom_sim.actors.target import TargetSetup
-from loom_sim.errors import LoomError
 from loom_sim.harness.audit import audit, feedback, vocabulary
 from loom_sim.harness.plan import SessionSpec
 from loom_sim.harness.records import (
@@ -40,6 +38,15 @@ from loom_sim.harness.records import (
     SetupRecord,
 )
 from loom_sim.harness.stop import Stop, after_turn, total_cost
+from loom_sim.harness.turn import (
+    SessionProgress,
+    SessionResult,
+    TurnInProgress,
+    describe,
+    leaves,
+    observed,
+    signals_of,
+)
 from loom_sim.machines.engine import Handler, Machine, drive
 from loom_sim.machines.harness import HARNESS, StopReason, Trigger
 from loom_sim.messages import (
@@ -50,97 +57,18 @@ from loom_sim.messages import (
     Evaluate,
     Observed,
     PlanAction,
-    PlannedAction,
     Reflect,
-    Reflected,
     StartTarget,
-    TargetReply,
     WindowTurn,
 )
-from loom_sim.models.base import ModelClient, Usage
+from loom_sim.models.base import ModelClient
 from loom_sim.seeds import SeedSource
 from loom_sim.store.trace import TraceRecorder, read_trace
 from loom_sim.targets import AdapterContext, TargetFatal
 
 #: (model spec, session index, role) -> the client to call: the hub's, or a test's.
 ModelSource = Callable[[str, int, str], ModelClient]
-MAX_SIGNALS = 8
 SENDER = "session"  # who the session's messages come from, in the trace
-
-
-class SessionProgress(Protocol):
-    def session_started(self, name: str, max_turns: int, done: int) -> None: ...
-
-    def turn_done(self, name: str, turn: HarnessTurn) -> None: ...
-
-    def session_ended(self, name: str, status: str, why: str) -> None: ...
-
-
-@dataclass
-class TurnInProgress:
-    turn: int
-    attempt: int = 0
-    feedback: str | None = None
-    rejected: list[RejectedDraft] = field(default_factory=list)
-    planned: PlannedAction | None = None
-    audit: list = field(default_factory=list)
-    reply: TargetReply | None = None
-    signals: list[str] = field(default_factory=list)
-    reflected: Reflected | None = None
-    usage: dict[str, Usage] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def charge(self, role: str, usage: Usage) -> None:
-        self.usage[role] = self.usage.get(role, Usage()) + usage
-
-    @property
-    def action(self) -> Action:
-        assert self.planned is not None, "no action planned yet"
-        return self.planned.action
-
-
-@dataclass
-class SessionResult:
-    name: str
-    status: str  # done | error
-    stop: Stop | None
-    error: str | None
-    turns: list[HarnessTurn]
-    elapsed_s: float
-    cost_usd: float | None
-
-
-def signals_of(reply: TargetReply) -> list[str]:
-    """The key facts of a reply, for the reflection (no times: they differ run to run)."""
-    found = [f"reply ended by {reply.ended_by}"]
-    if reply.failed:
-        found.append(f"failed: {reply.failure}")
-    if reply.truncated:
-        found.append(f"reply cut after {reply.received_bytes} bytes")
-    for event in reply.events:
-        kind = event.get("type") or "event"
-        about = event.get("ability") or event.get("command") or ""
-        output = event.get("output")
-        made = f" -> {output.get('id')}" if isinstance(output, dict) and output.get("id") else ""
-        found.append(f"event {kind}" + (f" ({about})" if about else "") + made)
-    for artifact in reply.artifacts:
-        measured = (
-            f", measured quality {artifact.quality:.2f}" if artifact.quality is not None else ""
-        )
-        found.append(f"new file {artifact.path}{measured}")
-    return found[:MAX_SIGNALS]
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def describe(exc: BaseException) -> str:
-    leaves = _leaves(exc)
-    texts = [str(e) if isinstance(e, LoomError) else f"{type(e).__name__}: {e}" for e in leaves]
-    return "; ".join(dict.fromkeys(texts))
 
 
 class Session:
@@ -203,7 +131,7 @@ class Session:
                     nursery.cancel_scope.cancel()  # the target closes with its actor
         except Exception as exc:
             error = describe(exc)
-            if any(isinstance(e, TargetFatal) for e in _leaves(exc)):
+            if any(isinstance(e, TargetFatal) for e in leaves(exc)):
                 self._stop = Stop(StopReason.ADAPTER_FATAL, error)
             if not self._machine.done:
                 self._machine.fire(Trigger.FAIL)
@@ -262,7 +190,7 @@ class Session:
         spec = self.spec
         seeds = SeedSource(spec.seed, spec.index)
         base = ActorContext(seeds=seeds, model=self._model)
-        past = [self._observed(r) for r in self._records]
+        past = [observed(r) for r in self._records]
         adapter = AdapterContext(
             workdir=spec.bundle.path("target"),
             bundle=spec.bundle.dir,
@@ -314,19 +242,6 @@ class Session:
         if self._post is None:
             raise RuntimeError("the session's post is not open")
         return self._post
-
-    def _observed(self, record: HarnessTurn) -> Observed:
-        return Observed(
-            turn=record.turn,
-            action=record.action,
-            reply=record.reply.text,
-            signals=record.signals,
-            failed=record.failed,
-            confidence=record.reflection.confidence
-            if record.reflection_status != "invalid"
-            else None,
-            next_hypothesis=record.reflection.next_hypothesis,
-        )
 
     # ─── states ─────────────────────────────────────────────────────────────
 
@@ -440,8 +355,8 @@ class Session:
 
     async def _score_checkpoint(self) -> Trigger:
         current, post, spec = self._turn, self._active, self.spec
-        reply, reflected = current.reply, current.reflected
-        assert reply is not None and reflected is not None
+        reply = current.reply
+        assert reply is not None
         ability = current.action.name if current.action.kind == "command" else None
         self._events += reply.events
         self._artifacts += [AttributedArtifact(a, ability) for a in reply.artifacts]
@@ -462,37 +377,12 @@ class Session:
         )
         current.timings["evaluator_s"] = time.monotonic() - started
         current.charge("evaluator", evaluation.usage)
-        costs = [e.get("cost_usd") for e in reply.events]
-        record = HarnessTurn(
-            turn=current.turn,
-            action=current.action,
-            user_attempts=current.planned.attempts if current.planned else 1,
-            user_note=current.planned.reason if current.planned else "",
-            rejected=current.rejected,
-            audit=current.audit,
-            reply=Reply.of(reply),
-            events=reply.events,
-            artifacts=reply.artifacts,
-            signals=current.signals,
-            reflection=reflected.reflection,
-            reflection_status=reflected.status,
-            reflection_attempts=reflected.attempts,
-            reflection_error=reflected.error,
-            evaluation=evaluation,
-            usage=current.usage,
-            target_cost_usd=round(sum(c for c in costs if isinstance(c, int | float)), 6),
-            failed=reply.failed,
-            failure=reply.failure,
-            events_offset=reply.events_offset,
-            next_envelope_id=post.next_id,
-            elapsed_s=round(self.elapsed, 3),
-            timings={k: round(v, 3) for k, v in current.timings.items()},
-        )
+        record = current.record(evaluation, post.next_id, self.elapsed)
         self._log.append(record)
         post.tracer.flush()
         spec.bundle.add_turn(record)
         self._records.append(record)
-        await post.tell("simulated_user", self._observed(record), turn=current.turn, sender=SENDER)
+        await post.tell("simulated_user", observed(record), turn=current.turn, sender=SENDER)
         self._progress.turn_done(spec.name, record)
         self._stop = after_turn(spec.scenario, self._records, self.elapsed)
         return Trigger.FINISH if self._stop else Trigger.NEXT_TURN
