@@ -3,7 +3,7 @@ pseudo-terminal, a chat server, a model — turn by turn, reflects after every t
 typed reason and leaves a scored, reproducible bundle (see docs/harness.md).
 
 plan.py (what a run is: harness.json), session.py (one session: the harness machine's
-handlers), turn.py (the turn in progress), stop.py, audit.py (the simulator audit), scorecard.py, bundle.py and records.py
-(the files), run.py (sessions, then their scorecards and summaries), report.py, stand_ins.py
-(scripted user, reflector, evaluator).
+handlers), turn.py (the turn in progress), stop.py, audit.py (the simulator audit),
+scorecard.py, bundle.py and records.py (the files), run.py (sessions, then their scorecards
+and summaries), report.py, stand_ins.py (scripted user, reflector, evaluator).
 """
