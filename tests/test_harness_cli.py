@@ -24,8 +24,13 @@ def loom(*args: str, cwd: Path | None = None, timeout: float = 300) -> subproces
     env = {**os.environ, "COLUMNS": "140"}
     result = subprocess.run(
         [_bin(), *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     assert "Traceback" not in result.stderr, result.stderr
     return result
 
@@ -35,8 +40,18 @@ def _bin() -> str:
 
 
 def canned_run(out: Path) -> subprocess.CompletedProcess:
-    return loom("harness", "run", "studio_benchmarks", "--target", "studio-canned",
-                "--seed", "11", *MODELS, "-o", str(out))  # fmt: skip
+    return loom(
+        "harness",
+        "run",
+        "studio_benchmarks",
+        "--target",
+        "studio-canned",
+        "--seed",
+        "11",
+        *MODELS,
+        "-o",
+        str(out),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +104,18 @@ def test_a_killed_run_resumes_without_losing_or_repeating_a_turn(tmp_path):
     answers = tmp_path / "user.json"  # index = assistant messages so far: setup, then turns
     answers.write_text(json.dumps([command("ok")] + [json.loads(command("wait"))] * 6))
     out = tmp_path / "run"
-    args = ["harness", "run", str(pack), "--seed", "4", "-o", str(out), *MODELS,
-            "--model", f"user=scripted/{answers}"]  # fmt: skip
+    args = [
+        "harness",
+        "run",
+        str(pack),
+        "--seed",
+        "4",
+        "-o",
+        str(out),
+        *MODELS,
+        "--model",
+        f"user=scripted/{answers}",
+    ]
     proc = subprocess.Popen([_bin(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     turns = out / "toy-1" / "turns.jsonl"
     deadline = time.monotonic() + 60
@@ -131,14 +156,34 @@ def test_errors_are_one_plain_sentence(tmp_path, monkeypatch):
         (["harness", "run", "studio_benchmarks", "--target", "sudio"], "not a target of this pack"),
         (["harness", "run", "no_such_pack"], "no such file, and no shipped scenario pack"),
         (["harness", "run", "studio_benchmarks", "--model", "judge=x/y"], "unknown role"),
-        (["harness", "run", "studio_benchmarks", "--model", "user=nope/x", "-o",
-          str(tmp_path / "r")], "unknown provider 'nope'"),
-        (["harness", "run", "studio_benchmarks", "--model", "user=openai/gpt-4.1", "-o",
-          str(tmp_path / "r")], "needs an API key: set OPENAI_API_KEY"),
+        (
+            [
+                "harness",
+                "run",
+                "studio_benchmarks",
+                "--model",
+                "user=nope/x",
+                "-o",
+                str(tmp_path / "r"),
+            ],
+            "unknown provider 'nope'",
+        ),
+        (
+            [
+                "harness",
+                "run",
+                "studio_benchmarks",
+                "--model",
+                "user=openai/gpt-4.1",
+                "-o",
+                str(tmp_path / "r"),
+            ],
+            "needs an API key: set OPENAI_API_KEY",
+        ),
         (["harness", "run"], "give a PACK to run"),
         (["harness", "run", "--resume", str(tmp_path), "studio_benchmarks"], "leave out"),
         (["harness", "report", str(tmp_path)], "is not a harness run"),
-    ]  # fmt: skip
+    ]
     for args, message in cases:
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 1 and message in result.stderr, (args, result.output)
@@ -151,10 +196,63 @@ def test_a_dead_http_target_ends_the_session_in_error_with_the_resume_command(tm
 
     out = tmp_path / "run"
     result = loom(
-        "harness", "run", "studio_benchmarks", "--scenario", "creator_thumbnail_pack",
-        "--target", f"http:http://127.0.0.1:{free_port()}/v1", *MODELS, "-o", str(out),
-    )  # fmt: skip
+        "harness",
+        "run",
+        "studio_benchmarks",
+        "--scenario",
+        "creator_thumbnail_pack",
+        "--target",
+        f"http:http://127.0.0.1:{free_port()}/v1",
+        *MODELS,
+        "-o",
+        str(out),
+    )
     assert result.returncode == 1
     assert "ended in error" in result.stderr and f"--resume {out}" in result.stderr
     session = json.loads((out / "creator_thumbnail_pack-1" / "session.json").read_text())
     assert session["stop_reason"] == "adapter_fatal" and "could not be reached" in session["error"]
+
+
+def _running(marker: str) -> list[int]:
+    """Processes whose command line mentions ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_ctrl_c_saves_the_turns_says_how_to_resume_and_leaves_no_process(tmp_path):
+    pack = toy_pack(tmp_path, budget={"max_turns": 6})
+    answers = tmp_path / "user.json"
+    answers.write_text(json.dumps([json.loads(command("wait"))] * 7))
+    out = tmp_path / "run"
+    args = [
+        "harness",
+        "run",
+        str(pack),
+        "-o",
+        str(out),
+        *MODELS,
+        "--model",
+        f"user=scripted/{answers}",
+    ]
+    proc = subprocess.Popen(
+        [_bin(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    turns = out / "toy-1" / "turns.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (turns.exists() and turns.read_bytes()):
+        time.sleep(0.05)
+    assert _running(str(tmp_path / "toy_chat.py"))  # the target is up
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    resume = f"Continue with: loom-sim harness run --resume {out}"
+    assert f"interrupted; completed turns are saved. {resume}" in stderr
+    assert "Traceback" not in stderr
+    assert lines(turns) and not _running(str(tmp_path / "toy_chat.py"))

@@ -153,7 +153,10 @@ def run(
 
     try:
         briefs = trio.run(main)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BaseExceptionGroup) as exc:
+        # Ctrl-C reaches trio's main task inside the sessions' nurseries, which wrap it.
+        if isinstance(exc, BaseExceptionGroup) and exc.subgroup(KeyboardInterrupt) is None:
+            raise
         resume_with = f"loom-sim harness run --resume {plan.dir}"
         raise LoomError(
             f"interrupted; completed turns are saved. Continue with: {resume_with}"
