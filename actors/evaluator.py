@@ -42,15 +42,30 @@ RUBRIC_VERSION = "evaluator-1"
 
 
 @dataclass
+class Tally:
+    """Everything the session produced so far, as the measured criteria count it."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: list[AttributedArtifact] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+
+    def add(self, request: Evaluate) -> None:
+        self.events += request.events
+        self.artifacts += request.artifacts
+        self.replies.append(request.reply)
+
+
+@dataclass
 class EvaluatorSetup:
     scenario: Scenario
     met: list[str] = field(default_factory=list)  # judged criteria met before (a resume's)
+    tally: Tally = field(default_factory=Tally)  # what earlier turns produced (a resume's)
 
 
-def measured(criterion: Criterion, request: Evaluate) -> CriterionResult:
+def measured(criterion: Criterion, tally: Tally) -> CriterionResult:
     """A criterion counted from the session's artifacts, events or replies."""
     if isinstance(criterion, ArtifactsCriterion):
-        found = [a for a in request.artifacts if _counts(a, criterion)]
+        found = [a for a in tally.artifacts if _counts(a, criterion)]
         detail = f"{len(found)} of {criterion.min} images"
         if criterion.by:
             detail += " by " + "|".join(criterion.by)
@@ -60,7 +75,7 @@ def measured(criterion: Criterion, request: Evaluate) -> CriterionResult:
     if isinstance(criterion, EventsCriterion):
         hits = [
             e
-            for e in request.events
+            for e in tally.events
             if e.get("type") == criterion.event
             and all(e.get(k) == v for k, v in criterion.where.items())
         ]
@@ -68,7 +83,7 @@ def measured(criterion: Criterion, request: Evaluate) -> CriterionResult:
         return CriterionResult(criterion.id, len(hits) >= criterion.min, detail)
     if isinstance(criterion, OutputCriterion):
         pattern = re.compile(criterion.pattern)
-        hits = sum(1 for reply in request.replies if pattern.search(reply))
+        hits = sum(1 for reply in tally.replies if pattern.search(reply))
         detail = f"{hits} of {criterion.min} replies match"
         return CriterionResult(criterion.id, hits >= criterion.min, detail)
     raise TypeError(type(criterion).__name__)
@@ -121,6 +136,7 @@ class Evaluator(Actor):
         self._seeds = seeds
         self.scenario = setup.scenario
         self.met_before: set[str] = set(setup.met)
+        self.tally = setup.tally
         self._judged = [
             c for c in setup.scenario.success_criteria if isinstance(c, JudgedCriterion)
         ]
@@ -138,6 +154,7 @@ class Evaluator(Actor):
         raise TypeError(f"the evaluator cannot handle {type(body).__name__}")
 
     async def _evaluate(self, request: Evaluate) -> Evaluation:
+        self.tally.add(request)
         by_id: dict[str, CriterionResult] = {}
         usage, ok, error = Usage(), True, None
         pending = [c for c in self._judged if c.id not in self.met_before]
@@ -175,7 +192,7 @@ class Evaluator(Actor):
             )
         for criterion in self.scenario.success_criteria:
             if not isinstance(criterion, JudgedCriterion):
-                by_id[criterion.id] = measured(criterion, request)
+                by_id[criterion.id] = measured(criterion, self.tally)
         results = [by_id[c.id] for c in self.scenario.success_criteria]
         weights = {c.id: c.weight for c in self.scenario.success_criteria}
         progress = sum(weights[r.id] for r in results if r.met) / sum(weights.values())

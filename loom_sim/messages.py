@@ -356,13 +356,14 @@ class AttributedArtifact(msgspec.Struct, frozen=True):
 
 
 class Evaluate(Request[Evaluation], frozen=True):
-    """Evaluator: how far is the goal, by the success criteria, after this turn?"""
+    """Evaluator: how far is the goal, by the success criteria, after this turn? Carries what
+    is new since the last evaluation; the evaluator keeps the tally."""
 
     turn: int
-    window: list[WindowTurn]
-    events: list[dict[str, Any]]  # every event so far
-    artifacts: list[AttributedArtifact]  # every artifact so far
-    replies: list[str]  # every reply so far
+    window: list[WindowTurn]  # the last turns, for judged criteria
+    events: list[dict[str, Any]] = msgspec.field(default_factory=list)  # new events
+    artifacts: list[AttributedArtifact] = msgspec.field(default_factory=list)  # new files
+    reply: str = ""  # this turn's reply
 
 
 # ─── failures ───────────────────────────────────────────────────────────────

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from loom_sim.actors.evaluator import measured
+from loom_sim.actors.evaluator import Tally, measured
 from loom_sim.actors.reflector import repair
 from loom_sim.actors.simulated_user import SimulatedUser, UserSetup, action_from_line
 
@@ -125,12 +125,24 @@ def art(quality: float | None, by: str) -> AttributedArtifact:
 
 
 def test_measured_criteria_count_what_the_target_left():
-    request = Evaluate(
-        turn=3,
-        window=[],
-        events=[{"type": "argued"}, {"type": "argued", "winner": "img1"}, {"type": "x"}],
-        artifacts=[art(0.8, "blend"), art(0.3, "blend"), art(0.9, "diagnose"), art(None, "blend")],
-        replies=["rule: warm", "nothing"],
+    request = Tally()
+    request.add(
+        Evaluate(
+            turn=0,
+            window=[],
+            events=[{"type": "argued"}],
+            reply="rule: warm",
+            artifacts=[art(0.8, "blend"), art(0.3, "blend")],
+        )
+    )
+    request.add(
+        Evaluate(
+            turn=1,
+            window=[],
+            events=[{"type": "argued", "winner": "img1"}],
+            artifacts=[art(0.9, "diagnose"), art(None, "blend")],
+            reply="nothing",
+        )
     )
     two = ArtifactsCriterion(id="a", type="artifacts", min=2, by=["blend", "bridge"])
     assert measured(two, request).met is True

@@ -22,7 +22,7 @@ from typing import Any
 import trio
 
 from loom_sim.actors.base import ActorContext, Post, build
-from loom_sim.actors.evaluator import EvaluatorSetup
+from loom_sim.actors.evaluator import EvaluatorSetup, Tally
 from loom_sim.actors.reflector import ReflectorSetup
 from loom_sim.actors.simulated_user import UserSetup
 from loom_sim.actors.target import TargetSetup
@@ -42,16 +42,17 @@ from loom_sim.harness.turn import (
     SessionProgress,
     SessionResult,
     TurnInProgress,
+    attributed,
     describe,
     leaves,
     observed,
+    setup_events,
     signals_of,
 )
 from loom_sim.machines.engine import Handler, Machine, drive
 from loom_sim.machines.harness import HARNESS, StopReason, Trigger
 from loom_sim.messages import (
     Action,
-    AttributedArtifact,
     Collect,
     Dispatch,
     Evaluate,
@@ -91,8 +92,8 @@ class Session:
         self._post: Post | None = None
         self._started = 0.0
         self._before = 0.0  # running time of earlier starts (a resumed session)
-        self._events: list[dict[str, Any]] = []
-        self._artifacts: list[AttributedArtifact] = []
+        self._tally = Tally()  # what earlier turns produced, for a resumed evaluator
+        self._new_events: list[dict[str, Any]] = []  # since the last evaluation
         self._known: set[str] = set()
         self._offset = 0
         self._log = spec.bundle.turns
@@ -170,20 +171,19 @@ class Session:
         """What the next turn needs from the turns already on disk."""
         spec = self.spec
         if self._records:
-            last = self._records[-1]
-            self._before, self._offset = last.elapsed_s, last.events_offset
-        elif self._setups:
-            self._offset = self._setups[-1].events_offset
+            self._before = self._records[-1].elapsed_s
+        offsets = [r.events_offset for r in self._records] + [s.events_offset for s in self._setups]
+        self._offset = max(offsets, default=0)  # the event file only grows
         texts = [*spec.input_names, spec.scenario.context, spec.scenario.goal]
         texts += [f"{a.name} {a.usage} {a.summary}" for a in spec.abilities]
         for setup in self._setups:
             texts += [setup.greeting.text, *(x.reply.text for x in setup.exchanges)]
-            self._events += setup.events + [e for x in setup.exchanges for e in x.events]
+            self._tally.events += setup_events(setup)
         for record in self._records:
             texts.append(record.reply.text)
-            self._events += record.events
-            ability = record.action.name if record.action.kind == "command" else None
-            self._artifacts += [AttributedArtifact(a, ability) for a in record.artifacts]
+            self._tally.events += record.events
+            self._tally.artifacts += attributed(record.action, record.artifacts)
+            self._tally.replies.append(record.reply.text)
         self._known = vocabulary(texts)
 
     def _spawn(self, nursery: trio.Nursery, post: Post) -> None:
@@ -213,7 +213,7 @@ class Session:
                 inputs_loaded=bool(spec.target.setup),
             ),
             "reflector": ReflectorSetup(spec.persona, spec.scenario, spec.policy),
-            "evaluator": EvaluatorSetup(spec.scenario, self._met_before()),
+            "evaluator": EvaluatorSetup(spec.scenario, self._met_before(), self._tally),
         }
         for kind, setup in setups.items():
             context = ActorContext(seeds=seeds, model=base.model, settings=setup)
@@ -278,7 +278,7 @@ class Session:
         post.tracer.flush()
         texts = [setup.greeting.text, *(x.reply.text for x in setup.exchanges)]
         self._known |= vocabulary(texts)
-        self._events += setup.events + [e for x in setup.exchanges for e in x.events]
+        self._new_events += setup_events(setup)
         shown = "; ".join(lines) if lines else "(the program started)"
         said = "\n".join(t for t in texts if t.strip())
         observed = Observed(-1, Action("command", shown), said)
@@ -357,9 +357,6 @@ class Session:
         current, post, spec = self._turn, self._active, self.spec
         reply = current.reply
         assert reply is not None
-        ability = current.action.name if current.action.kind == "command" else None
-        self._events += reply.events
-        self._artifacts += [AttributedArtifact(a, ability) for a in reply.artifacts]
         window = [WindowTurn(r.turn, r.action.text, r.reply.text) for r in self._records]
         window.append(WindowTurn(current.turn, current.action.text, reply.text))
         started = time.monotonic()
@@ -368,14 +365,15 @@ class Session:
             Evaluate(
                 turn=current.turn,
                 window=window[-spec.policy.history_turns :],
-                events=self._events,
-                artifacts=self._artifacts,
-                replies=[*(r.reply.text for r in self._records), reply.text],
+                events=[*self._new_events, *reply.events],
+                artifacts=attributed(current.action, reply.artifacts),
+                reply=reply.text,
             ),
             turn=current.turn,
             sender=SENDER,
         )
         current.timings["evaluator_s"] = time.monotonic() - started
+        self._new_events = []
         current.charge("evaluator", evaluation.usage)
         record = current.record(evaluation, post.next_id, self.elapsed)
         self._log.append(record)

@@ -8,13 +8,15 @@ audit sent back), the reply, the reflection, the usage by role — and becomes o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from loom_sim.errors import LoomError
-from loom_sim.harness.records import AuditFlag, HarnessTurn, RejectedDraft, Reply
+from loom_sim.harness.records import AuditFlag, HarnessTurn, RejectedDraft, Reply, SetupRecord
 from loom_sim.harness.stop import Stop
 from loom_sim.messages import (
     Action,
+    Artifact,
+    AttributedArtifact,
     Evaluation,
     Observed,
     PlannedAction,
@@ -130,6 +132,16 @@ def describe(exc: BaseException) -> str:
     found = leaves(exc)
     texts = [str(e) if isinstance(e, LoomError) else f"{type(e).__name__}: {e}" for e in found]
     return "; ".join(dict.fromkeys(texts))
+
+
+def setup_events(setup: SetupRecord) -> list[dict[str, Any]]:
+    return setup.events + [e for x in setup.exchanges for e in x.events]
+
+
+def attributed(action: Action, artifacts: list[Artifact]) -> list[AttributedArtifact]:
+    """Files credited to the command of the turn that produced them."""
+    ability = action.name if action.kind == "command" else None
+    return [AttributedArtifact(a, ability) for a in artifacts]
 
 
 def observed(record: HarnessTurn) -> Observed:
