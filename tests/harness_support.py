@@ -93,6 +93,8 @@ def toy_pack(
                 "reply_timeout_s": 20,
                 **(target or {}),
             }
+            if (target or {}).get("adapter", "pty") == "pty"
+            else target  # another kind: its own settings only
         },
         "defaults": {"target": "toy"},
         "personas": {"tester": {"who": "Someone testing a toy.", "patience": 3, **(persona or {})}},

@@ -244,3 +244,58 @@ def test_bad_budgets_are_config_errors(tmp_path, bad):
 
     with pytest.raises(ConfigError, match="budget"):
         run_toy(tmp_path, [utterance("hi")], budget=bad)
+
+
+async def _nothing() -> None:
+    return None
+
+
+def test_an_adapter_kind_added_from_code_validates_and_runs(tmp_path):
+    """A third party's adapter: registered, it is a valid target in a pack and --target."""
+    from typing import Literal
+
+    from loom_sim.plugins.adapters import ADAPTERS, AdapterKind, TargetSettings
+    from loom_sim.targets import Exchange
+
+    class ShoutSettings(TargetSettings):
+        adapter: Literal["shout"] = "shout"
+        volume: int = 1
+
+    class Shout:
+        def __init__(self, settings, context):
+            self.settings, self.sent = settings, ""
+
+        def describe(self):
+            return {"adapter": "shout"}
+
+        async def start(self, nursery):
+            return Exchange("ready", "complete")
+
+        async def send(self, text):
+            self.sent = text
+
+        async def receive(self):
+            return Exchange(self.sent.upper() + "!" * self.settings.volume, "complete")
+
+        async def close(self):
+            await _nothing()
+
+    kind = AdapterKind(
+        name="shout",
+        settings=ShoutSettings,
+        open=Shout,
+        shorthand=lambda address: {"volume": int(address)},
+    )
+    with ADAPTERS.added(kind):
+        from loom_sim.targets import target_from_option
+
+        assert target_from_option("shout:2", {})[1] == ShoutSettings(volume=2)
+        brief, bundle = run_toy(
+            tmp_path,
+            [utterance("hello"), utterance("again")],
+            target={"adapter": "shout", "volume": 3},
+            budget={"max_turns": 2},
+        )
+    assert brief["turns"] == 2
+    replies = [r["text"] for r in lines(bundle / "transcript.jsonl") if r["turn"] is not None]
+    assert replies == ["hello", "HELLO!!!", "again", "AGAIN!!!"]
