@@ -83,9 +83,9 @@ def measured(criterion: Criterion, tally: Tally) -> CriterionResult:
         return CriterionResult(criterion.id, len(hits) >= criterion.min, detail)
     if isinstance(criterion, OutputCriterion):
         pattern = re.compile(criterion.pattern)
-        hits = sum(1 for reply in tally.replies if pattern.search(reply))
-        detail = f"{hits} of {criterion.min} replies match"
-        return CriterionResult(criterion.id, hits >= criterion.min, detail)
+        matching = sum(1 for reply in tally.replies if pattern.search(reply))
+        detail = f"{matching} of {criterion.min} replies match"
+        return CriterionResult(criterion.id, matching >= criterion.min, detail)
     raise TypeError(type(criterion).__name__)
 
 
@@ -190,9 +190,9 @@ class Evaluator(Actor):
             by_id.update(
                 {c.id: CriterionResult(c.id, False, "nothing to judge yet", True) for c in pending}
             )
-        for criterion in self.scenario.success_criteria:
-            if not isinstance(criterion, JudgedCriterion):
-                by_id[criterion.id] = measured(criterion, self.tally)
+        for each in self.scenario.success_criteria:
+            if not isinstance(each, JudgedCriterion):
+                by_id[each.id] = measured(each, self.tally)
         results = [by_id[c.id] for c in self.scenario.success_criteria]
         weights = {c.id: c.weight for c in self.scenario.success_criteria}
         progress = sum(weights[r.id] for r in results if r.met) / sum(weights.values())

@@ -41,11 +41,9 @@ from loom_sim.harness.records import (
 from loom_sim.messages import Reflection
 from loom_sim.store.artifacts import TurnLog, write_json
 
-_ENCODING = {"ensure_ascii": False, "sort_keys": False}
-
 
 def _line(data: Any) -> str:
-    return json.dumps(data, **_ENCODING) + "\n"
+    return json.dumps(data, ensure_ascii=False) + "\n"
 
 
 def reflection_record(reflection: Reflection) -> dict[str, Any]:

@@ -183,9 +183,9 @@ def scorecard(turns: list[HarnessTurn], scenario: Scenario, outcome: Outcome) ->
     }
     total = sum(parts[n][0] * getattr(weights, n) for n in COMPONENTS)
     gate = scenario.scorecard.gate
-    covered = len(components["ability_usage_quality"]["covered"])
+    covered = len(parts["ability_usage_quality"][1]["covered"])
     fatal = outcome.stop_reason == "adapter_fatal"
-    checks = {
+    checks: dict[str, dict[str, Any]] = {
         "goal_progress": {
             "value": parts["goal_progress"][0],
             "min": gate.min_goal_progress,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -137,8 +138,10 @@ def dominant_colours(image: Image.Image, k: int = 5) -> list[tuple[str, float]]:
     64×64 copy: deterministic, and fast whatever the image's size)."""
     small = image.convert("RGB").resize((64, 64), Image.Resampling.BILINEAR)
     quantized = small.quantize(colors=k, method=Image.Quantize.MEDIANCUT)
-    palette = quantized.getpalette() or []
-    counts = sorted(quantized.getcolors(k) or [], key=lambda c: (-c[0], c[1]))
+    palette: list[int] = quantized.getpalette() or []
+    # (count, palette index) pairs: Pillow types the index for every mode, a "P" image's is int
+    colours: Any = quantized.getcolors(k) or []
+    counts = sorted(((int(n), int(i)) for n, i in colours), key=lambda c: (-c[0], c[1]))
     total = 64 * 64
     out = []
     for count, index in counts:

@@ -29,7 +29,7 @@ from pydantic import (
 from loom_sim.config.loader import field_errors
 from loom_sim.packs.targets import TargetsField, check_targets
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION: Literal["1"] = "1"
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)]
 #: The model roles of a session: who plays the user, who reflects, who evaluates.
 ROLES = ("user", "reflector", "evaluator")

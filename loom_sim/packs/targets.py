@@ -45,7 +45,7 @@ def _by_adapter(data: Any) -> Any:
             errors.append(_error((name, "adapter"), f"{said}; adapters: {', '.join(names)}", kind))
             continue
         try:
-            settings[name] = ADAPTERS.get(kind).settings.model_validate(value)
+            settings[name] = ADAPTERS.get(str(kind)).settings.model_validate(value)
         except ValidationError as err:
             errors += [
                 InitErrorDetails(

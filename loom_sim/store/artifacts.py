@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -28,7 +28,15 @@ from loom_sim.store.records import (
     TurnRecord,
 )
 
-R = TypeVar("R")
+
+class Numbered(Protocol):
+    """A log record: anything numbered 0, 1, 2... by its ``turn``."""
+
+    @property
+    def turn(self) -> int: ...
+
+
+R = TypeVar("R", bound=Numbered)
 
 TURNS_FILE = "turns.jsonl"
 TRANSCRIPT_FILE = "transcript.json"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import zlib
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MAX_TOKENS = 96
@@ -86,7 +86,7 @@ class Llama:
         self.path = path
         self.seed = seed
         self.name = name
-        self._llama = None
+        self._llama: Any = None  # llama_cpp.Llama, once loaded
         self._history: list[dict[str, str]] = []
 
     def answer(self, text: str, context: str, turn: int) -> str:
