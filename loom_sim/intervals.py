@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loom_sim.rates import Z95, wilson  # shared with the probe and the harness
+
 __all__ = [
     "ALPHA",
     "MIN_FOR_INTERVAL",
@@ -41,7 +43,6 @@ __all__ = [
     "wilson",
 ]
 
-Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 RESAMPLES = 4000
 SEED = 20240601  # fixed: intervals are a function of the values alone
 MIN_FOR_INTERVAL = 2
@@ -79,21 +80,6 @@ class Interval:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(float(value), 6)
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of ``successes`` out of ``n`` (None when ``n`` is 0)."""
-    if n <= 0:
-        return None
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must be in 0..{n}, got {successes}")
-    p = successes / n
-    z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact ends, no rounding noise
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return low, high
 
 
 def rate(successes: int, n: int) -> Interval:

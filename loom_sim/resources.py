@@ -3,7 +3,8 @@ and scripts, installed as package data (``configs/`` in the repository is the pa
 ``loom_sim.configs``), so a wheel installed anywhere has them.
 
 A command that takes a config accepts a path, or the name of a shipped one
-(``loom-sim probe moral_dilemmas``, ``loom-sim run mania_patient``).
+(``loom-sim probe moral_dilemmas``, ``loom-sim run mania_patient``,
+``loom-sim harness run studio_benchmarks``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ KINDS = {
     "adversaries": "adversary config",
     "probes": "probe config",
     "scripted": "script",
+    "packs": "scenario pack",
 }
+SUFFIXES = (".yaml", ".json")
 
 
 def shipped_dir(kind: str) -> Path:
@@ -30,7 +33,9 @@ def shipped_dir(kind: str) -> Path:
 
 def shipped_names(kind: str) -> list[str]:
     folder = shipped_dir(kind)
-    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.iterdir() if p.suffix in SUFFIXES and p.is_file())
 
 
 def find(name_or_path: str | Path, *kinds: str) -> Path:
@@ -40,9 +45,10 @@ def find(name_or_path: str | Path, *kinds: str) -> Path:
     if path.exists() or path.suffix or len(path.parts) > 1:
         return path  # the loaders report a missing or unreadable file in their own words
     for kind in kinds:
-        candidate = shipped_dir(kind) / f"{path.name}.yaml"
-        if candidate.is_file():
-            return candidate
+        for suffix in SUFFIXES:
+            candidate = shipped_dir(kind) / f"{path.name}{suffix}"
+            if candidate.is_file():
+                return candidate
     what = KINDS.get(kinds[0], "config") if kinds else "config"
     known = ", ".join(n for kind in kinds for n in shipped_names(kind)) or "none"
     raise LoomError(f"{name_or_path}: no such file, and no shipped {what} of that name ({known})")

@@ -131,3 +131,22 @@ def test_the_embedded_model_runs_from_the_wheel(installed, tmp_path):
     assert run.returncode == 0, run.stderr
     transcript = json.loads((tmp_path / "run" / "rollout_000" / "transcript.json").read_text())
     assert transcript["models"]["persona"] == "local/smollm2" and transcript["turns"][0]["persona"]
+
+
+def test_the_harness_runs_from_the_wheel(installed, tmp_path):
+    """The shipped pack, its photos and the studio are in the wheel: a session runs by name."""
+    models = ["--model", "user=scripted/harness-user", "--model",
+              "reflector=scripted/harness-reflector", "--model",
+              "evaluator=scripted/harness-evaluator"]  # fmt: skip
+    run = loom(
+        installed, tmp_path, "harness", "run", "studio_benchmarks", "--scenario",
+        "tattoo_flash_direction_find", "--target", "studio-canned", "--max-turns", "2",
+        "--seed", "1", *models, "-o", "harness",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    bundle = tmp_path / "harness" / "tattoo_flash_direction_find-1"
+    assert sorted(p.name for p in (bundle / "inputs").iterdir()) == [
+        "cat_reference.jpg", "coin_motifs.jpg", "horse_sketch.png"
+    ]  # fmt: skip
+    assert any((bundle / "target" / "out").iterdir())  # the studio ran from the wheel
+    assert loom(installed, tmp_path, "schema", "--pack").returncode == 0

@@ -37,7 +37,11 @@ COMMANDS: dict[str, Command] = {
         "Check config files (or shipped examples by name); print each problem as "
         "file:line:column: field: what is wrong.",
     ),
-    "schema": Command("schema", "schema", "Print the JSON Schema of loom-sim configs."),
+    "schema": Command(
+        "schema",
+        "schema",
+        "Print the JSON Schema of loom-sim configs (or, with --pack, of scenario packs).",
+    ),
     "dry-run": Command(
         "dry_run",
         "dry_run",
@@ -134,6 +138,16 @@ COMMANDS: dict[str, Command] = {
         "merge",
         "Join the folders of a run's shards (run --shard k/N, each with the same --seed) into "
         "one run directory: every cell copied from the shard that ran it.",
+    ),
+    "harness": Command(
+        "harness",
+        "harness",
+        "Simulated users driving real chat programs (a scenario pack's personas and goals).",
+    ),
+    "studio": Command(
+        "harness",
+        "studio",
+        "loom-sim's demo image studio, an interactive chat program (--help for its options).",
     ),
 }
 

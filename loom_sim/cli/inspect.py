@@ -60,7 +60,8 @@ def _trace_file(path: Path) -> Path:
         return path
     if (path / TRACE_FILE).is_file():
         return path / TRACE_FILE
-    rollouts = sorted(p.name for p in path.glob("rollout_*") if (p / TRACE_FILE).is_file())
+    # a run's rollouts (rollout_000...) or a harness run's sessions (<scenario>-1...)
+    rollouts = sorted(p.name for p in path.iterdir() if (p / TRACE_FILE).is_file())
     if len(rollouts) == 1:
         return path / rollouts[0] / TRACE_FILE
     if rollouts:
@@ -68,7 +69,8 @@ def _trace_file(path: Path) -> Path:
             f"{path} holds several rollouts; name one: {', '.join(str(path / r) for r in rollouts)}"
         )
     raise LoomError(
-        f"{path}: no {TRACE_FILE} here (give a rollout directory, e.g. RUN_DIR/rollout_000)"
+        f"{path}: no {TRACE_FILE} here (give a rollout or session directory, e.g. "
+        "RUN_DIR/rollout_000)"
     )
 
 

@@ -1,5 +1,6 @@
-"""``loom-sim plugins``: every registered provider, scripted model, scorer, actor kind,
-machine and executor, with where it comes from — so a package's plug-ins can be seen to be found."""
+"""``loom-sim plugins``: every registered provider, scripted model, scorer, actor kind, target
+adapter, machine and executor, with where it comes from — so a package's plug-ins can be seen
+to be found."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from loom_sim.models.providers import PROVIDERS
 from loom_sim.models.scripted import SCRIPTS
 from loom_sim.plugins import Plugin
 from loom_sim.plugins.actors import ACTORS
+from loom_sim.plugins.adapters import ADAPTERS
 from loom_sim.plugins.scorers import SCORERS
 
 
@@ -51,6 +53,12 @@ def sections() -> list[tuple[str, Iterable[Plugin], Callable[[Any], str], Callab
             ACTORS,
             lambda a: f"responder, calls the {a.responder.model_role} model" if a.responder else "",
             lambda a: _origin(a.build),
+        ),
+        (
+            "target adapters (loom-sim harness --target KIND:ADDRESS)",
+            ADAPTERS,
+            lambda a: f"settings {a.settings.__name__}",
+            lambda a: _origin(a.open),
         ),
         (
             "machines (loom-sim diagram)",

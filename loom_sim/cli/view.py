@@ -347,14 +347,21 @@ def render_header(
 )
 def view(path: Path, turns_: str | None) -> None:
     """Read a rollout turn by turn: prompts injected, drafts rejected, replies, monitor
-    events and scores. TRANSCRIPT is a transcript.json or a rollout directory."""
+    events and scores. TRANSCRIPT is a transcript.json or a rollout directory (or a harness
+    session's folder: actions, replies, reflections and progress)."""
+    from loom_sim.cli import harness_view
+
     window = parse_turns(turns_)
-    transcript = find_transcript(path)
-    shown = transcript.turns[window]
+    session = harness_view.find_session(path)  # a harness session reads differently
+    if session is not None:
+        body = harness_view.render(session, window)
+    else:
+        transcript = find_transcript(path)
+        shown = transcript.turns[window]
+        phases = _config_phases(path)
+        body = [render_header(transcript, shown, phases), *(render_turn(r) for r in shown)]
     console = Console()
-    phases = _config_phases(path)
-    body = [render_header(transcript, shown, phases), *(render_turn(r) for r in shown)]
-    if console.is_terminal and len(shown) > PAGE_AFTER:
+    if console.is_terminal and len(body) > PAGE_AFTER + 1:
         os.environ.setdefault("LESS", "-R")  # less shows the colours instead of escape codes
         with console.pager(styles=True):
             console.print(*body)

@@ -1,8 +1,6 @@
 """The numbers of a probe summary: success rates with Wilson intervals, pairs, regret.
 
-Why Wilson intervals: probes are small (tens of runs per cell) and success rates often near 0
-or 1, where the textbook normal interval is too narrow and leaves [0, 1]. The Wilson score
-interval stays inside [0, 1] and keeps close to its nominal 95% coverage at these sizes.
+Intervals are Wilson's (:mod:`loom_sim.rates` says why).
 
 Rates are over *judged* runs: a run whose judge gave no verdict is neither a success nor a
 failure, so it is counted apart (``unjudged``) instead of silently lowering the rate.
@@ -13,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from loom_sim.intervals import Z95, wilson
 from loom_sim.probe.records import ProbeRecord
+from loom_sim.rates import Z95, wilson
 
-# wilson (and Z95) moved down to loom_sim.intervals, which the compare view shares.
+# wilson (and Z95) moved down to loom_sim.rates, which the compare view and the harness share.
 __all__ = [
     "Z95",
     "Pair",

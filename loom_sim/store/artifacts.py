@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -29,6 +29,16 @@ from loom_sim.store.records import (
     Transcript,
     TurnRecord,
 )
+
+
+class Numbered(Protocol):
+    """A log record: anything numbered 0, 1, 2... by its ``turn``."""
+
+    @property
+    def turn(self) -> int: ...
+
+
+R = TypeVar("R", bound=Numbered)
 
 TURNS_FILE = "turns.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
@@ -84,18 +94,21 @@ def read_transcript(path: Path) -> Transcript:
         ) from None
 
 
-class TurnLog:
+class TurnLog(Generic[R]):
     """``turns.jsonl``: append-only, one line per completed turn, flushed at once.
 
     Flushed, not fsynced: a killed process loses nothing the OS has been given; only a power
-    cut could, and fsync per turn would cost more than the turn's own bookkeeping.
+    cut could, and fsync per turn would cost more than the turn's own bookkeeping. Rollouts log
+    :class:`TurnRecord`; another kind of session gives its own record type (anything with a
+    ``turn`` number) as ``decoder``.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, decoder: msgspec.json.Decoder[R] = TURN_DECODER):  # type: ignore[assignment]
         self.path = path
+        self._decoder = decoder
         self._file: BinaryIO | None = None
 
-    def append(self, record: TurnRecord) -> None:
+    def append(self, record: R) -> None:
         if self._file is None:
             self._file = open_for_append(self.path)
         append(self._file, self.path, TURN_ENCODER.encode(record) + b"\n")
@@ -106,19 +119,19 @@ class TurnLog:
             with contextlib.suppress(OSError):  # a failed flush was reported by append
                 file.close()
 
-    def read(self) -> list[TurnRecord]:
+    def read(self) -> list[R]:
         """Every complete record, changing nothing; a damaged line in the middle, or turns out
         of order, is a :class:`~loom_sim.errors.LoomError` naming the file and line."""
         return self._read()[0]
 
-    def load(self) -> list[TurnRecord]:
+    def load(self) -> list[R]:
         """Every complete record, for continuing the rollout: a torn last line (the process
         died mid-write, or mid-turn) is cut off so the next turn is appended cleanly."""
         records, good = self._read()
         cut_torn_tail(self.path, good)
         return records
 
-    def _read(self) -> tuple[list[TurnRecord], int]:
+    def _read(self) -> tuple[list[R], int]:
         if not self.path.exists():
             return [], 0
         path = self.path
@@ -139,7 +152,9 @@ class TurnLog:
                 f"repair that line, {keep}"
             )
 
-        records, good = read_records(path, TURN_DECODER.decode, what="a turn record", advice=advice)
+        records, good = read_records(
+            path, self._decoder.decode, what="a turn record", advice=advice
+        )
         # Turn numbers must run 0, 1, 2...: anything else is not ours to continue.
         for expected, record in enumerate(records):
             if record.turn != expected:
@@ -157,7 +172,7 @@ class RolloutFiles:
     dir: Path
 
     @property
-    def turns(self) -> TurnLog:
+    def turns(self) -> TurnLog[TurnRecord]:
         return TurnLog(self.dir / TURNS_FILE)
 
     @property

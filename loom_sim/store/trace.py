@@ -136,6 +136,29 @@ def summarize(envelope: Envelope, width: int = 90) -> str:
             text = f"ok {body.parsed}" if body.ok else f"failed: {body.error}"
         case m.Failure():
             text = f"{body.kind}: {body.error}"
+        case m.PlanAction():
+            text = f"attempt {body.attempt}" + (
+                f", after: {body.feedback}" if body.feedback else ""
+            )
+        case m.PlannedAction():
+            text = ("gives up: " + body.reason) if body.gave_up else body.action.text
+        case m.Observed():
+            text = f"turn {body.turn}: {body.action.text}" + (" (failed)" if body.failed else "")
+        case m.Dispatch():
+            text = body.text
+        case m.TargetReply():
+            text = f"({body.ended_by}{', failed' if body.failed else ''}) {body.text}"
+        case m.Reflect():
+            text = f"turn {body.turn}: {body.action.text}"
+        case m.Reflected():
+            text = f"{body.status}, confidence {body.reflection.confidence}: "
+            text += body.reflection.next_hypothesis
+        case m.Evaluate():
+            text = f"turn {body.turn}: {len(body.events)} events, {len(body.artifacts)} files"
+        case m.Evaluation():
+            text = f"progress {body.progress}: " + ", ".join(
+                f"{r.id}={r.met}" for r in body.results
+            )
         case _:
             text = type(body).__name__
     text = " ".join(text.split())

@@ -1,0 +1,212 @@
+"""``loom-sim harness run|report`` and ``loom-sim studio``: simulated users driving programs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import trio
+
+from loom_sim.cli.options import base_url_option, concurrency_option, timeout_option
+from loom_sim.errors import LoomError
+from loom_sim.harness.plan import HarnessOptions, HarnessPlan, plan_resume, plan_run
+from loom_sim.harness.records import HarnessTurn
+from loom_sim.harness.run import execute
+from loom_sim.models.hub import ModelHub
+from loom_sim.packs import load_pack
+from loom_sim.resources import find
+
+# Options that define a run; --resume takes them from harness.json instead.
+_DEFINING = ("scenario", "target", "repeat", "seed", "model", "output", "max_turns")
+
+
+class LineProgress:
+    """One line per turn on stderr: what the user did, how it went, where the goal stands."""
+
+    def session_started(self, name: str, max_turns: int, done: int) -> None:
+        resumed = f", resuming after turn {done - 1}" if done else ""
+        click.echo(f"{name}: up to {max_turns} turns{resumed}", err=True)
+
+    def turn_done(self, name: str, turn: HarnessTurn) -> None:
+        outcome = "failed" if turn.failed else "ok"
+        flags = "".join(f" [{f.kind}]" for f in turn.audit)
+        text = turn.action.text if len(turn.action.text) <= 60 else turn.action.text[:59] + "…"
+        click.echo(
+            f"{name} turn {turn.turn}: {text} -> {outcome}{flags}; progress "
+            f"{turn.evaluation.progress:.2f}, confidence {turn.reflection.confidence:.2f}",
+            err=True,
+        )
+
+    def session_ended(self, name: str, status: str, why: str) -> None:
+        click.echo(f"{name}: {status} ({why})", err=True)
+
+
+def _pairs(values: tuple[str, ...]) -> dict[str, str]:
+    found = {}
+    for value in values:
+        role, sep, spec = value.partition("=")
+        if not sep or not role.strip() or not spec.strip():
+            raise LoomError(f"--model {value!r}: write it as ROLE=SPEC, e.g. user=openai/gpt-4.1")
+        found[role.strip()] = spec.strip()
+    return found
+
+
+def _check_models(plan: HarnessPlan, hub: ModelHub) -> None:
+    """Every model spec the run will call, checked before the first turn."""
+    for spec in plan.record.models.values():
+        hub.check(spec)
+    for session in plan.sessions:
+        model = getattr(session.target, "spec", None)
+        if session.target.adapter == "model" and model:
+            hub.check(model)
+
+
+@click.group()
+def harness() -> None:
+    """Simulated users driving real chat programs (a scenario pack's personas and goals)."""
+
+
+@harness.command("run")
+@click.argument("pack_path", metavar="PACK", required=False)
+@click.option("--scenario", "-s", multiple=True, help="Only this scenario (repeatable).")
+@click.option(
+    "--target",
+    metavar="NAME|KIND:ADDRESS",
+    help="A target of the pack by name, or pty:COMMAND, http:URL, model:SPEC "
+    "(default: each scenario's).",
+)
+@click.option(
+    "--repeat",
+    "-k",
+    type=click.IntRange(min=1),
+    help="Sessions per scenario, for pass^k and Wilson intervals in the report (default 1).",
+)
+@click.option("--seed", type=int, help="Fixes every random choice (default: random, recorded).")
+@click.option(
+    "--model",
+    "model",
+    metavar="ROLE=SPEC",
+    multiple=True,
+    help="The model of a role: user, reflector, evaluator (default: the pack's, else "
+    "local/smollm2).",
+)
+@click.option("--max-turns", type=click.IntRange(min=1), help="Cap every scenario's turns.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run directory (default results/harness-<pack>-<hash>-<time>).",
+)
+@concurrency_option("Sessions running at once.", default=1)
+@timeout_option()
+@base_url_option()
+@click.option("--no-report", is_flag=True, help="Skip the report at the end.")
+@click.option(
+    "--resume",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    metavar="RUN_DIR",
+    help="Continue an interrupted run.",
+)
+def run(
+    pack_path: str | None,
+    resume: Path | None,
+    concurrency: int,
+    timeout: float,
+    base_url: str | None,
+    no_report: bool,
+    **defining,
+) -> None:
+    """Run the scenarios of PACK (a file, or a shipped pack's name): a simulated user per
+    session drives the target; every completed turn is written as it completes."""
+    if resume is not None:
+        given = [f"--{n.replace('_', '-')}" for n in _DEFINING if defining.get(n)]
+        if pack_path or given:
+            raise LoomError(
+                "--resume continues a run with the settings in its harness.json; leave out "
+                + ", ".join(([pack_path] if pack_path else []) + given)
+            )
+        plan = plan_resume(resume)
+    else:
+        if pack_path is None:
+            raise LoomError("give a PACK to run (e.g. studio_benchmarks), or --resume RUN_DIR")
+        options = HarnessOptions(
+            scenarios=tuple(defining["scenario"]),
+            target=defining["target"],
+            repeat=defining["repeat"] or 1,
+            seed=defining["seed"],
+            models=_pairs(defining["model"]),
+            output=defining["output"],
+            concurrency=concurrency,
+            timeout_s=timeout,
+            max_turns=defining["max_turns"],
+        )
+        loaded = load_pack(find(pack_path, "packs"))
+        checker = ModelHub(base_url=base_url, timeout_s=timeout)
+        plan = plan_run(loaded, options, sys.argv[1:], check=checker.check)
+    click.echo(f"run directory: {plan.dir}", err=True)
+
+    async def main() -> list[dict]:
+        async with ModelHub(base_url=base_url, timeout_s=plan.record.timeout_s) as hub:
+            _check_models(plan, hub)  # again on resume: the environment may have changed
+            return await execute(plan, hub.client, LineProgress())
+
+    try:
+        briefs = trio.run(main)
+    except (KeyboardInterrupt, BaseExceptionGroup) as exc:
+        # Ctrl-C reaches trio's main task inside the sessions' nurseries, which wrap it.
+        if isinstance(exc, BaseExceptionGroup) and exc.subgroup(KeyboardInterrupt) is None:
+            raise
+        resume_with = f"loom-sim harness run --resume {plan.dir}"
+        raise LoomError(
+            f"interrupted; completed turns are saved. Continue with: {resume_with}"
+        ) from None
+    for brief in briefs:
+        passed = "passed" if brief.get("passed") else "not passed"
+        click.echo(
+            f"{brief['session']}: {brief['status']} ({brief['stop_reason'] or 'error'}), "
+            f"{brief['turns']} turns, score {brief['score']:.2f}, {passed}"
+        )
+    if not no_report:
+        from loom_sim.harness.report import write_report
+
+        for path in write_report(plan.dir):
+            click.echo(f"report: {path}")
+    click.echo(f"results in {plan.dir}")
+    failed = [b["session"] for b in briefs if b["status"] == "error"]
+    if failed:
+        raise LoomError(
+            f"{len(failed)} of {len(briefs)} sessions ended in error ({', '.join(failed)}); their "
+            "completed turns are kept. Continue them with: "
+            f"loom-sim harness run --resume {plan.dir}"
+        )
+
+
+@harness.command("report")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+def report(run_dir: Path) -> None:
+    """Aggregate a harness run: pass rates, pass^k, components, per-turn charts."""
+    from loom_sim.harness.report import collect, markdown, write_report
+
+    paths = write_report(run_dir)
+    click.echo(markdown(collect(run_dir)), nl=False)
+    for path in paths:
+        click.echo(f"report: {path}", err=True)
+
+
+@click.command(
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_extra_args": True,
+        "help_option_names": [],
+    },
+    add_help_option=False,
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def studio(args: tuple[str, ...]) -> None:
+    """loom-sim's demo image studio, an interactive chat program (--help for its options)."""
+    from loom_sim.studio import main
+
+    code = main(list(args))
+    if code:
+        raise SystemExit(code)

@@ -1,0 +1,270 @@
+"""Planning a harness run: which sessions, against what, with which models, where.
+
+``harness.json`` records the plan — the pack as validated, the scenarios, repeats, seed,
+models by role, the target chosen, the command line, versions — written once, atomically. A
+resumed run reads only it and the bundles: it never re-reads the pack file, and every
+session's input files were copied into its bundle when the run was planned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from loom_sim import __version__
+from loom_sim.errors import LoomError
+from loom_sim.harness.bundle import Bundle
+from loom_sim.harness.records import INPUTS_DIR, SESSION_FILE, TARGET_DIR
+from loom_sim.packs import ROLES, LoadedPack, Pack, Persona, Policy, Scenario
+from loom_sim.packs.spec import Ability
+from loom_sim.plugins.adapters import TargetSettings
+from loom_sim.seeds import SeedSource
+from loom_sim.store.artifacts import unique_dir, write_json
+from loom_sim.targets import AdapterContext, target_from_option
+
+HARNESS_FILE = "harness.json"
+FORMAT_VERSION = 1
+DEFAULT_MODEL = "local/smollm2"
+
+
+class SessionEntry(msgspec.Struct, frozen=True):
+    name: str  # <scenario>-<n>, the bundle's folder
+    scenario: str
+    repeat: int  # 1..k
+    index: int  # 0.. across the run: seeds derive from it
+
+
+class HarnessRecord(msgspec.Struct, kw_only=True):
+    format_version: int = FORMAT_VERSION
+    loom_sim_version: str
+    created_at: str
+    pack_name: str
+    pack_path: str
+    pack_sha256: str
+    pack: dict  # as validated
+    seed: int
+    repeat: int
+    models: dict[str, str]  # role -> spec
+    target: str | None  # --target as given; None: each scenario's own
+    concurrency: int = 1
+    timeout_s: float = 120.0
+    argv: list[str] = msgspec.field(default_factory=list)
+    sessions: list[SessionEntry]
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """Everything one session is run from."""
+
+    index: int
+    name: str
+    scenario: Scenario
+    persona_id: str
+    persona: Persona
+    policy: Policy
+    abilities: list[Ability]  # what the target offers (empty: it offers none)
+    target_name: str
+    target: TargetSettings
+    models: dict[str, str]
+    seed: int  # the run's
+    repeat: int
+    bundle: Bundle
+    inputs: list[Path] = field(default_factory=list)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [p.name for p in self.inputs]
+
+    @property
+    def session_seed(self) -> int:
+        return SeedSource(self.seed, self.index).rollout_seed
+
+    def fill(self, text: str) -> str:
+        return AdapterContext(
+            workdir=self.bundle.path(TARGET_DIR),
+            bundle=self.bundle.dir,
+            inputs=self.inputs,
+            seed=self.session_seed,
+            model=lambda spec: None,  # type: ignore[arg-type,return-value]
+        ).fill(text)
+
+
+@dataclass
+class HarnessPlan:
+    dir: Path
+    record: HarnessRecord
+    pack: Pack
+    sessions: list[SessionSpec]
+
+    @property
+    def concurrency(self) -> int:
+        return self.record.concurrency
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    scenarios: tuple[str, ...] = ()
+    target: str | None = None
+    repeat: int = 1
+    seed: int | None = None
+    models: dict[str, str] = field(default_factory=dict)
+    output: Path | None = None
+    concurrency: int = 1
+    timeout_s: float = 120.0
+    max_turns: int | None = None  # caps every scenario's budget (a quick look)
+
+
+def _target_of(pack: Pack, scenario: Scenario, option: str | None) -> tuple[str, TargetSettings]:
+    if option is not None:
+        return target_from_option(option, pack.targets)
+    name = scenario.target or pack.defaults.target
+    if name is None:
+        raise LoomError(
+            f"scenario {scenario.id} names no target and the pack has no defaults.target; "
+            "give --target NAME or KIND:ADDRESS"
+        )
+    return name, pack.targets[name]
+
+
+def sessions_of(plan_dir: Path, record: HarnessRecord, pack: Pack) -> list[SessionSpec]:
+    specs = []
+    for entry in record.sessions:
+        scenario = pack.scenario(entry.scenario)
+        target_name, target = _target_of(pack, scenario, record.target)
+        bundle = Bundle(plan_dir / entry.name)
+        inputs = sorted((bundle.path(INPUTS_DIR)).glob("*")) if scenario.inputs else []
+        order = {Path(p).name: i for i, p in enumerate(scenario.inputs)}
+        inputs.sort(key=lambda p: order.get(p.name, len(order)))
+        specs.append(
+            SessionSpec(
+                index=entry.index,
+                name=entry.name,
+                scenario=scenario,
+                persona_id=scenario.persona,
+                persona=pack.personas[scenario.persona],
+                policy=scenario.policy or pack.defaults.policy,
+                abilities=list(pack.abilities) if target.offers_abilities else [],
+                target_name=target_name,
+                target=target,
+                models=record.models,
+                seed=record.seed,
+                repeat=entry.repeat,
+                bundle=bundle,
+                inputs=inputs,
+            )
+        )
+    return specs
+
+
+def plan_run(
+    loaded: LoadedPack,
+    options: HarnessOptions,
+    argv: list[str],
+    check: Callable[[str], object] | None = None,
+) -> HarnessPlan:
+    """Plan a run and write its folder; ``check`` validates every model spec first (the hub's
+    :meth:`~loom_sim.models.hub.ModelHub.check`), so a missing key is reported before anything
+    is written."""
+    pack = loaded.pack
+    if options.max_turns is not None:
+        pack = _capped(pack, options.max_turns)
+    scenarios = loaded.scenarios(options.scenarios)
+    unknown = sorted(set(options.models) - set(ROLES))
+    if unknown:
+        raise LoomError(f"--model {unknown[0]}=...: unknown role; roles: {', '.join(ROLES)}")
+    models = {role: DEFAULT_MODEL for role in ROLES} | pack.defaults.models | options.models
+    for scenario in scenarios:
+        _, target = _target_of(pack, scenario, options.target)  # every target resolves
+        if check is not None and target.adapter == "model":
+            check(getattr(target, "spec", ""))
+    if check is not None:
+        for spec in models.values():
+            check(spec)
+    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
+    raw = loaded.path.read_bytes()
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    digest = hashlib.sha256(raw).hexdigest()
+    folder = options.output or unique_dir(
+        Path("results") / f"harness-{loaded.name}-{digest[:8]}-{stamp}"
+    )
+    folder = folder.resolve()  # the target runs in its own folder: every path is absolute
+    if folder.exists() and any(folder.iterdir()):
+        raise LoomError(f"{folder} is not empty; choose another --output, or --resume it")
+    entries = [
+        SessionEntry(f"{s.id}-{k}", s.id, k, 0)
+        for s in scenarios
+        for k in range(1, options.repeat + 1)
+    ]
+    entries = [msgspec.structs.replace(e, index=i) for i, e in enumerate(entries)]
+    record = HarnessRecord(
+        loom_sim_version=__version__,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        pack_name=loaded.name,
+        pack_path=str(loaded.path),
+        pack_sha256=digest,
+        pack=pack.model_dump(mode="json"),
+        seed=seed,
+        repeat=options.repeat,
+        models=models,
+        target=options.target,
+        concurrency=options.concurrency,
+        timeout_s=options.timeout_s,
+        argv=argv,
+        sessions=entries,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in entries:
+        scenario = pack.scenario(entry.scenario)
+        inputs = folder / entry.name / INPUTS_DIR
+        inputs.mkdir(parents=True, exist_ok=True)
+        for item in scenario.inputs:
+            shutil.copyfile(loaded.input_path(item), inputs / Path(item).name)
+    write_json(folder / HARNESS_FILE, record)
+    return HarnessPlan(folder, record, pack, sessions_of(folder, record, pack))
+
+
+def _capped(pack: Pack, max_turns: int) -> Pack:
+    scenarios = [
+        s.model_copy(
+            update={
+                "budget": s.budget.model_copy(
+                    update={"max_turns": min(max_turns, s.budget.max_turns)}
+                )
+            }
+        )
+        for s in pack.scenarios
+    ]
+    return pack.model_copy(update={"scenarios": scenarios})
+
+
+def plan_resume(folder: Path) -> HarnessPlan:
+    folder = folder.resolve()
+    path = folder / HARNESS_FILE
+    if not path.is_file():
+        raise LoomError(f"{folder} is not a harness run (no {HARNESS_FILE})")
+    try:
+        record = msgspec.json.decode(path.read_bytes(), type=HarnessRecord)
+        pack = Pack.model_validate(record.pack)
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+        raise LoomError(
+            f"{path} cannot be read ({exc}); it was not written by this loom-sim"
+        ) from None
+    return HarnessPlan(folder, record, pack, sessions_of(folder, record, pack))
+
+
+def finished(spec: SessionSpec) -> bool:
+    """Whether a session ran to ``done`` already (a resumed run skips it)."""
+    path = spec.bundle.path(SESSION_FILE)
+    if not path.is_file():
+        return False
+    try:
+        return msgspec.json.decode(path.read_bytes()).get("status") == "done"
+    except msgspec.DecodeError:
+        return False

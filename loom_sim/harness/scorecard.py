@@ -1,0 +1,210 @@
+"""The scorecard: six weighted components and a pass gate, from what the session left.
+
+Each component is a value in 0..1 with the facts it was computed from, so a reader can check
+it; the weights and the gate are the scenario's (the seed's defaults: 35/20/15/15/10/5, and
+goal progress ≥ 0.7, at least one required ability used, no fatal adapter error).
+
+* **goal_progress** — the evaluator's last reading of the success criteria: measured ones
+  counted from files and events, judged ones by the evaluator model (once met, met).
+* **artifact_quality_proxy** — the mean measured quality of the images the target produced
+  (exposure, contrast, sharpness; :mod:`loom_sim.imagery`), read from the files, never from
+  the target's or a model's description of them; 0 when it produced none.
+* **ability_usage_quality** — 0.7 × the share of required ability groups used in a turn that
+  did not fail, + 0.3 × the share of commands that did not fail.
+* **efficiency_cost_time** — 1 − the mean share of the budget used: turns of ``max_turns``,
+  cost of ``max_cost_usd``, time of ``max_runtime_s``. Time counts in quarters of the budget,
+  so that two runs of the same session score the same although their clocks differ.
+* **resilience** — of the failed actions that had a next turn, the share followed within two
+  turns by a different action that worked; 1 when nothing failed.
+
+A session that completed no turn scores 0 on every component.
+* **reflection_quality** — per reflection, schema validity (valid 1, repaired 0.75, invalid 0)
+  × the mean of its specificity (judgements written, and tied to the turn's action or signals)
+  and its novelty (1 − similarity to the previous reflection); averaged.
+
+Nothing here reads a clock or a path: the same records give the same scorecard, byte for byte.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from loom_sim.harness.records import HarnessTurn
+from loom_sim.packs import COMPONENTS, Scenario
+
+STATUS_SCORE = {"valid": 1.0, "repaired": 0.75, "invalid": 0.0}
+
+
+def _r(value: float) -> float:
+    return round(float(value), 4)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the session ended, as the scorecard needs it."""
+
+    status: str  # done | error
+    stop_reason: str | None
+    elapsed_s: float
+    cost_usd: float | None
+
+
+def goal_progress(turns: list[HarnessTurn]) -> tuple[float, dict[str, Any]]:
+    if not turns:
+        return 0.0, {"criteria": {}}
+    last = turns[-1].evaluation
+    criteria = {r.id: {"met": r.met, "detail": r.detail} for r in last.results}
+    return _r(last.progress), {"criteria": criteria}
+
+
+def artifact_quality(turns: list[HarnessTurn]) -> tuple[float, dict[str, Any]]:
+    measured = [a for t in turns for a in t.artifacts if a.quality is not None]
+    if not measured:
+        return 0.0, {"images": 0, "note": "no images produced"}
+    mean = sum(a.quality for a in measured if a.quality is not None) / len(measured)
+    best = max(measured, key=lambda a: a.quality or 0.0)
+    return _r(mean), {"images": len(measured), "best": best.path, "best_quality": best.quality}
+
+
+def abilities_used(turns: list[HarnessTurn]) -> list[str]:
+    """Commands used in turns that did not fail, in order of first use."""
+    used: dict[str, None] = {}
+    for t in turns:
+        if t.action.kind == "command" and t.action.name and not t.failed:
+            used.setdefault(t.action.name, None)
+    return list(used)
+
+
+def ability_usage(turns: list[HarnessTurn], scenario: Scenario) -> tuple[float, dict[str, Any]]:
+    groups = scenario.groups()
+    used = set(abilities_used(turns))
+    covered = ["|".join(g) for g in groups if used.intersection(g)]
+    commands = [t for t in turns if t.action.kind == "command"]
+    ok = [t for t in commands if not t.failed]
+    coverage = len(covered) / len(groups) if groups else 1.0
+    success = len(ok) / len(commands) if commands else (0.0 if groups else 1.0)
+    detail = {
+        "required": ["|".join(g) for g in groups],
+        "covered": covered,
+        "commands": len(commands),
+        "commands_ok": len(ok),
+        "used": sorted(used),
+    }
+    return _r(0.7 * coverage + 0.3 * success), detail
+
+
+def efficiency(
+    turns: list[HarnessTurn], scenario: Scenario, outcome: Outcome
+) -> tuple[float, dict[str, Any]]:
+    if not turns:
+        return 0.0, {"note": "no turn completed"}
+    budget = scenario.budget
+    shares = {"turns": min(1.0, len(turns) / budget.max_turns)}
+    if budget.max_cost_usd and outcome.cost_usd is not None:
+        shares["cost"] = min(1.0, outcome.cost_usd / budget.max_cost_usd)
+    if budget.max_runtime_s:
+        quarters = math.floor(4 * min(1.0, outcome.elapsed_s / budget.max_runtime_s))
+        shares["time"] = quarters / 4
+    value = 1.0 - sum(shares.values()) / len(shares)
+    return _r(value), {"budget_used": {k: _r(v) for k, v in shares.items()}}
+
+
+def resilience(turns: list[HarnessTurn], outcome: Outcome) -> tuple[float, dict[str, Any]]:
+    if not turns:
+        return 0.0, {"note": "no turn completed"}
+    chances = recovered = 0
+    for i, t in enumerate(turns):
+        if not t.failed:
+            continue
+        after = turns[i + 1 : i + 3]
+        if not after and outcome.stop_reason != "consecutive_failures":
+            continue  # the session ended before the user could react
+        chances += 1
+        if any(not n.failed and n.action.text != t.action.text for n in after):
+            recovered += 1
+    if chances == 0:
+        return 1.0, {"failures": sum(t.failed for t in turns), "recovered": 0}
+    detail = {"failures": sum(t.failed for t in turns), "recovered": recovered}
+    return _r(recovered / chances), detail
+
+
+def _text(turn: HarnessTurn) -> str:
+    r = turn.reflection
+    return " ".join([r.what_worked, r.what_failed, *r.open_questions, r.next_hypothesis])
+
+
+def _tied(turn: HarnessTurn) -> bool:
+    """Whether the reflection mentions something of its turn (a word of 4+ letters of the
+    action or the signals)."""
+    words = {w.lower() for w in (turn.action.text + " " + " ".join(turn.signals)).split()}
+    words = {w.strip(".,:;()[]'\"") for w in words if len(w) >= 4}
+    text = _text(turn).lower()
+    return any(w and w in text for w in words)
+
+
+def reflection_quality(turns: list[HarnessTurn]) -> tuple[float, dict[str, Any]]:
+    if not turns:
+        return 0.0, {"reflections": 0}
+    scores, previous = [], ""
+    counts = {"valid": 0, "repaired": 0, "invalid": 0}
+    for t in turns:
+        counts[t.reflection_status] = counts.get(t.reflection_status, 0) + 1
+        r = t.reflection
+        written = [
+            bool(r.what_worked or r.what_failed),
+            bool(r.open_questions),
+            bool(r.next_hypothesis),
+        ]
+        specific = (sum(written) / len(written)) * (1.0 if _tied(t) else 0.5)
+        text = _text(t)
+        similarity = difflib.SequenceMatcher(None, previous, text).ratio() if previous else 0.0
+        novelty = 0.0 if similarity > 0.9 else 1.0 - similarity
+        previous = text
+        scores.append(STATUS_SCORE.get(t.reflection_status, 0.0) * (specific + novelty) / 2)
+    return _r(sum(scores) / len(scores)), {"reflections": len(turns), **counts}
+
+
+def scorecard(turns: list[HarnessTurn], scenario: Scenario, outcome: Outcome) -> dict[str, Any]:
+    parts = {
+        "goal_progress": goal_progress(turns),
+        "artifact_quality_proxy": artifact_quality(turns),
+        "ability_usage_quality": ability_usage(turns, scenario),
+        "efficiency_cost_time": efficiency(turns, scenario, outcome),
+        "resilience": resilience(turns, outcome),
+        "reflection_quality": reflection_quality(turns),
+    }
+    weights = scenario.scorecard.weights
+    components = {
+        name: {"value": parts[name][0], "weight": getattr(weights, name), **parts[name][1]}
+        for name in COMPONENTS
+    }
+    total = sum(parts[n][0] * getattr(weights, n) for n in COMPONENTS)
+    gate = scenario.scorecard.gate
+    covered = len(parts["ability_usage_quality"][1]["covered"])
+    fatal = outcome.stop_reason == "adapter_fatal"
+    checks: dict[str, dict[str, Any]] = {
+        "goal_progress": {
+            "value": parts["goal_progress"][0],
+            "min": gate.min_goal_progress,
+            "passed": parts["goal_progress"][0] >= gate.min_goal_progress,
+        },
+        "required_abilities_used": {
+            "value": covered,
+            "min": gate.min_required_abilities_used,
+            "passed": covered >= gate.min_required_abilities_used,
+        },
+        "no_fatal_adapter_error": {
+            "value": not fatal,
+            "passed": gate.allow_adapter_fatal or not fatal,
+        },
+    }
+    return {
+        "scenario": scenario.id,
+        "score": _r(total),
+        "passed": all(c["passed"] for c in checks.values()),
+        "gate": checks,
+        "components": components,
+    }
