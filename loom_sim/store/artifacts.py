@@ -15,18 +15,13 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import msgspec
 
 from loom_sim.errors import LoomError
-from loom_sim.store.records import (
-    TRANSCRIPT_DECODER,
-    TURN_DECODER,
-    TURN_ENCODER,
-    Transcript,
-    TurnRecord,
-)
+from loom_sim.store.jsonl import JsonLines
+from loom_sim.store.records import TRANSCRIPT_DECODER, Transcript, TurnRecord
 
 TURNS_FILE = "turns.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
@@ -63,47 +58,15 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-class TurnLog:
-    """``turns.jsonl``: append-only, one line per completed turn, flushed at once.
-
-    Flushed, not fsynced: a killed process loses nothing the OS has been given; only a power
-    cut could, and fsync per turn would cost more than the turn's own bookkeeping.
-    """
+class TurnLog(JsonLines[TurnRecord]):
+    """``turns.jsonl``: append-only, one line per completed turn, flushed at once."""
 
     def __init__(self, path: Path):
-        self.path = path
-        self._file: BinaryIO | None = None
-
-    def append(self, record: TurnRecord) -> None:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("ab")
-        self._file.write(TURN_ENCODER.encode(record) + b"\n")
-        self._file.flush()
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        super().__init__(path, TurnRecord, "turn record")
 
     def load(self) -> list[TurnRecord]:
         """Every complete record; a torn last line (the process died mid-write) is cut off."""
-        if not self.path.exists():
-            return []
-        raw = self.path.read_bytes()
-        records: list[TurnRecord] = []
-        good = 0
-        for line in raw.splitlines(keepends=True):
-            if not line.endswith(b"\n"):
-                break
-            try:
-                records.append(TURN_DECODER.decode(line))
-            except msgspec.DecodeError:
-                break
-            good += len(line)
-        if good != len(raw):
-            with self.path.open("r+b") as fh:
-                fh.truncate(good)
+        records = super().load()
         # Turn numbers must run 0, 1, 2...: anything else is not ours to continue.
         for expected, record in enumerate(records):
             if record.turn != expected:
