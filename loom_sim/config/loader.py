@@ -75,21 +75,26 @@ def parse_config(text: str, source: str = "<config>") -> LoomConfig:
 M = typing.TypeVar("M", bound=BaseModel)
 
 
-def load_document(path: str | Path, model: type[M], what: str) -> M:
+def load_document(
+    path: str | Path, model: type[M], what: str, context: dict[str, Any] | None = None
+) -> M:
     """Load a YAML file validated by ``model`` (an adversary or probe config); raise
     :class:`ConfigError` with every problem located as ``file:line:col``. ``what`` names the
-    kind of file in the top-level message ("an adversary config")."""
+    kind of file in the top-level message ("an adversary config"); ``context`` reaches the
+    model's validators (a deck's folder, to find the files it names)."""
     path = Path(path)
-    return parse_document(read_text(path), str(path), model, what)
+    return parse_document(read_text(path), str(path), model, what, context)
 
 
-def parse_document(text: str, source: str, model: type[M], what: str) -> M:
+def parse_document(
+    text: str, source: str, model: type[M], what: str, context: dict[str, Any] | None = None
+) -> M:
     src = parse_yaml(text, source)
     if not isinstance(src.data, dict):
         raise ConfigError(source, [Issue((), f"{what} must be a mapping at the top level", 1, 1)])
     issues = list(src.duplicates)
     try:
-        document = model.model_validate(src.data)
+        document = model.model_validate(src.data, context=context)
     except ValidationError as err:
         issues += [_issue_from_pydantic(e, src, model) for e in err.errors(include_url=False)]
     if issues:

@@ -18,13 +18,17 @@ def markers(nonce: str) -> tuple[str, str]:
 
 def fence(window: list[WindowTurn], nonce: str) -> str:
     """The window as fenced data the judge cannot mistake for instructions."""
-    begin, end = markers(nonce)
-    lines = [begin]
+    lines = []
     for turn in window:
-        lines.append(f"[turn {turn.turn}] PERSONA: {_defuse(turn.persona, nonce)}")
-        lines.append(f"[turn {turn.turn}] INTERLOCUTOR: {_defuse(turn.interlocutor, nonce)}")
-    lines.append(end)
-    return "\n".join(lines)
+        lines.append(f"[turn {turn.turn}] PERSONA: {turn.persona}")
+        lines.append(f"[turn {turn.turn}] INTERLOCUTOR: {turn.interlocutor}")
+    return fence_lines(lines, nonce)
+
+
+def fence_lines(lines: list[str], nonce: str) -> str:
+    """Any transcript lines (a group chat's, a crux room's) as fenced data."""
+    begin, end = markers(nonce)
+    return "\n".join([begin, *(_defuse(line, nonce) for line in lines), end])
 
 
 def _defuse(text: str, nonce: str) -> str:
