@@ -20,6 +20,7 @@ KINDS = {
     "adversaries": "adversary config",
     "probes": "probe config",
     "scripted": "script",
+    "decks": "deck",
 }
 
 
