@@ -1,6 +1,24 @@
 """loom-sim's own actor kinds: importing this module registers them (the ``loom_sim.actors``
 entry point ``builtin`` names it). A new kind is a new module here plus one import below."""
 
-from loom_sim.actors import adversary, interlocutor, judge, monitor, persona
+from loom_sim.actors import (
+    adversary,
+    debater,
+    detector,
+    interlocutor,
+    judge,
+    moderator,
+    monitor,
+    persona,
+)
 
-__all__ = ["adversary", "interlocutor", "judge", "monitor", "persona"]
+__all__ = [
+    "adversary",
+    "debater",
+    "detector",
+    "interlocutor",
+    "judge",
+    "moderator",
+    "monitor",
+    "persona",
+]

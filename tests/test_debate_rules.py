@@ -10,7 +10,7 @@ import pytest
 from loom_sim.debate.candidates import CandidateRegistry
 from loom_sim.debate.cards import CardProblem, validate_card
 from loom_sim.debate.checks import HARD_BANNED, Shape, check_message, sentences
-from loom_sim.debate.detection import Found, read_detections
+from loom_sim.debate.detection import Disagreement, read_detections
 from loom_sim.debate.intents import INTENTS, OPENING_SHAPE, Intent, IntentRule
 from loom_sim.debate.settings import DetectionSettings, RoomSettings
 from loom_sim.debate.speakers import Floor, SpeakerPolicy, Taken, choose
@@ -173,8 +173,12 @@ def test_the_seed_rule_clarifies_first_then_draws_ask_evidence_disagree():
 RULE = DetectionSettings(confidence=0.8, consecutive=2, cooldown=6)
 
 
-def found(confidence: float = 0.9, corroborated: bool = True) -> list[Found]:
-    return [Found(pair=["ada", "bo"], claim="x", confidence=confidence, corroborated=corroborated)]
+def found(confidence: float = 0.9, corroborated: bool = True) -> list[Disagreement]:
+    return [
+        Disagreement(
+            pair=["ada", "bo"], claim="x", confidence=confidence, corroborated=corroborated
+        )
+    ]
 
 
 def test_all_four_conditions_hold_and_a_room_spawns():

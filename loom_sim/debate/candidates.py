@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from loom_sim.debate.detection import Found
 from loom_sim.debate.settings import DetectionSettings
+from loom_sim.messages import Disagreement
 
 Pair = tuple[str, str]
 
@@ -44,7 +44,7 @@ class CandidateRegistry:
     _active: set[Pair] = field(default_factory=set)
     _last_room: dict[Pair, int] = field(default_factory=dict)  # messages when it last opened
 
-    def consider(self, round_: int, messages: int, found: list[Found]) -> list[Decision]:
+    def consider(self, round_: int, messages: int, found: list[Disagreement]) -> list[Decision]:
         """Round ``round_`` (after ``messages`` main-chat messages) found these; decide."""
         decisions = []
         for detection in found:

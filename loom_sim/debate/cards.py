@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError
 
 from loom_sim.debate.checks import sentences
 from loom_sim.debate.contract import Prose, Strict
+from loom_sim.models.base import Usage
 
 
 class DisagreementType(StrEnum):
@@ -175,6 +176,7 @@ class CardRecord(msgspec.Struct, frozen=True, kw_only=True):
     card: dict[str, Any]  # a validated CruxCard, as data
     attempts: int
     reading: str | None = None  # how its JSON was read (truncation: it was cut off, repaired)
+    usage: Usage = msgspec.field(default_factory=Usage)
 
 
 class RejectedCard(msgspec.Struct, frozen=True, kw_only=True):
@@ -183,6 +185,7 @@ class RejectedCard(msgspec.Struct, frozen=True, kw_only=True):
     question: str
     problems: list[str]  # why each attempt was refused
     raw: str = ""
+    usage: Usage = msgspec.field(default_factory=Usage)
 
 
 class CardFile(msgspec.Struct, kw_only=True):

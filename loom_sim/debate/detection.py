@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from loom_sim.debate.opposition import PairSignal
+from loom_sim.messages import Disagreement, PairSignal
 
 DETECTION_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -36,16 +34,6 @@ DETECTION_SCHEMA: dict[str, Any] = {
     },
     "required": ["disagreements"],
 }
-
-
-class Found(msgspec.Struct, frozen=True, kw_only=True):
-    """A disagreement the detector model reported, and whether the signals bear it out."""
-
-    pair: list[str]  # sorted persona ids
-    claim: str
-    confidence: float
-    opposition: float = 0.0  # the pair's strongest cheap signal in the window
-    corroborated: bool = False  # opposition >= the corroboration threshold: it counts
 
 
 def read_detections(
@@ -107,13 +95,13 @@ def corroborate(
     triples: list[tuple[list[str], str, float]],
     best: dict[tuple[str, str], PairSignal],
     threshold: float,
-) -> list[Found]:
+) -> list[Disagreement]:
     out = []
     for pair, claim, confidence in triples:
         signal = best.get((pair[0], pair[1]))
         opposition = signal.opposition if signal is not None else 0.0
         out.append(
-            Found(
+            Disagreement(
                 pair=pair,
                 claim=claim,
                 confidence=confidence,
@@ -122,3 +110,32 @@ def corroborate(
             )
         )
     return out
+
+
+# ─── the crux room's exit check ─────────────────────────────────────────────
+
+EXIT_WAYS = ("both_named", "changed_mind", "irreducible")
+
+EXIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "surfaced": {"type": "boolean"},
+        "how": {"type": "string", "enum": [*EXIT_WAYS, ""]},
+        "reason": {"type": "string"},
+    },
+    "required": ["surfaced", "how", "reason"],
+}
+
+
+def read_exit(data: Any) -> tuple[bool, str, str]:
+    """(surfaced, how, reason) from the exit check's answer; ``ValueError`` if unusable."""
+    if not isinstance(data, dict) or not isinstance(data.get("surfaced"), bool):
+        raise ValueError('answer {"surfaced": true or false, "how": ..., "reason": ...}')
+    how = str(data.get("how") or "")
+    if data["surfaced"] and how not in EXIT_WAYS:
+        raise ValueError(f"a surfaced crux needs how: one of {', '.join(EXIT_WAYS)}")
+    return (
+        data["surfaced"],
+        how if data["surfaced"] else "",
+        " ".join(str(data.get("reason", "")).split()),
+    )

@@ -23,9 +23,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import msgspec
 import numpy as np
 
+from loom_sim.messages import PairSignal
 from loom_sim.signals.embedding import Backend
 
 _NEGATION = re.compile(
@@ -59,16 +59,6 @@ class Claim:
     @property
     def contrary(self) -> bool:
         return _CONTRAST.search(self.text) is not None
-
-
-class PairSignal(msgspec.Struct, frozen=True):
-    """How strongly two personas' latest claims oppose each other, and why."""
-
-    pair: list[str]  # sorted persona ids
-    opposition: float
-    similarity: float
-    contrast: str  # contrary_reply | negation | contrast_words | none
-    messages: list[str]  # the later claim's id, the earlier claim's id
 
 
 def contrast(later: Claim, earlier: Claim) -> tuple[float, str]:

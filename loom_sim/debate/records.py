@@ -13,8 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from loom_sim.debate.candidates import Decision
-from loom_sim.debate.detection import Found
-from loom_sim.debate.opposition import PairSignal
+from loom_sim.messages import Disagreement, PairSignal
 from loom_sim.models.base import Usage
 
 
@@ -75,7 +74,7 @@ class DetectionRound(msgspec.Struct, frozen=True, kw_only=True):
     signals: list[PairSignal]  # per pair, its strongest signal in the window
     gate: float  # the strongest opposition, compared with the gate
     asked: bool  # whether the detector model was asked
-    found: list[Found] = msgspec.field(default_factory=list)
+    found: list[Disagreement] = msgspec.field(default_factory=list)
     decisions: list[Decision] = msgspec.field(default_factory=list)
     rooms: list[RoomStart] = msgspec.field(default_factory=list)
     attempts: int = 0

@@ -1,0 +1,259 @@
+"""The detector: finds disagreements in the main chat, and reads the crux rooms.
+
+Protocol: ``Posted`` (tell) -> a main-chat message: its cheap signals are computed at once
+(stance opposition against every other persona's latest claim in the window:
+:mod:`loom_sim.debate.opposition`); ``Detect`` -> ``Detection``: the round's window, each
+pair's strongest signal, and — only if some pair reached the gate — what the detector model
+found, each finding corroborated or not by the signals; ``CheckExit`` -> ``ExitVerdict``: has
+a room surfaced its crux?; ``ExtractCard`` -> ``CardAnswer``: the room's crux card, every
+citation validated, asked again with the reasons when it fails.
+
+Every model call is a structured call (:func:`loom_sim.judging.structured.ask_json`) over a
+fenced transcript, at the role's low temperature, seeded by (debate seed, round or room).
+The similarity model (MiniLM, or TF-IDF) is loaded on first use in a worker thread, so the
+event loop never waits on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import trio
+from loom_sim.actors.base import Actor, ActorContext, ProtocolError
+
+from loom_sim.debate import prompts
+from loom_sim.debate.cards import CARD_SCHEMA, validate_card
+from loom_sim.debate.detection import (
+    DETECTION_SCHEMA,
+    EXIT_SCHEMA,
+    corroborate,
+    read_detections,
+    read_exit,
+)
+from loom_sim.debate.opposition import Claim, signals_for, similarities, strongest
+from loom_sim.debate.prompts import Said
+from loom_sim.debate.roles import RoleModel
+from loom_sim.debate.settings import DebateSettings
+from loom_sim.judging.structured import Validator, ask_json
+from loom_sim.messages import (
+    Body,
+    CardAnswer,
+    CheckExit,
+    Detect,
+    Detection,
+    ExitVerdict,
+    ExtractCard,
+    Line,
+    PairSignal,
+    Posted,
+)
+from loom_sim.models.base import ChatMessage, ModelClient
+from loom_sim.plugins.actors import actor
+from loom_sim.seeds import SeedSource
+from loom_sim.signals.embedding import Backend, load_backend
+
+
+@dataclass(frozen=True)
+class DetectorSetup:
+    topic: str
+    names: dict[str, str]  # persona id -> name
+    settings: DebateSettings
+    roles: dict[str, RoleModel]
+    past: list[Line] = field(default_factory=list)  # the main chat's said lines, resumed
+
+
+@actor("detector", summary="finds disagreements, checks crux rooms, writes crux cards", order=62)
+class DetectorActor(Actor):
+    role = "detector"
+
+    def __init__(
+        self,
+        setup: DetectorSetup,
+        model: Callable[[str], ModelClient],
+        seeds: SeedSource,
+        backend: Backend | None = None,
+    ):
+        self._setup = setup
+        self._detection = setup.settings.detection
+        self._model = model
+        self._seeds = seeds
+        self._backend = backend
+        self._lines: list[Line] = []
+        self._signals: dict[str, list[PairSignal]] = {}
+        self._past = list(setup.past)  # signalled when the first message arrives
+
+    @classmethod
+    def from_context(cls, context: ActorContext) -> DetectorActor:
+        if not isinstance(context.settings, DetectorSetup):
+            raise ProtocolError("the detector actor needs a DetectorSetup as its settings")
+        return cls(context.settings, context.model, context.seeds)
+
+    async def handle(self, body: Body) -> Body | None:
+        match body:
+            case Posted():
+                if body.line.room is None:
+                    await self._catch_up()
+                    await self._hear(body.line)
+                return None
+            case Detect():
+                await self._catch_up()
+                return await self._detect(body)
+            case CheckExit():
+                return await self._check_exit(body)
+            case ExtractCard():
+                return await self._extract(body)
+        raise TypeError(f"detector cannot handle {type(body).__name__}")
+
+    # ─── signals ────────────────────────────────────────────────────────────
+
+    async def _catch_up(self) -> None:
+        """A resumed debate's messages: the last window's signals, computed as they were."""
+        if not self._past:
+            return
+        past, self._past = self._past, []
+        window = self._detection.window
+        self._lines = past[:-window] if len(past) > window else []
+        for line in past[-window:]:
+            await self._hear(line)
+
+    async def _similarity(self) -> Backend:
+        if self._backend is None:
+            self._backend = await trio.to_thread.run_sync(load_backend, self._detection.similarity)
+        return self._backend
+
+    async def _hear(self, line: Line) -> None:
+        self._lines.append(line)
+        window = [
+            Claim(x.id, x.speaker, x.text, x.reply_to)
+            for x in self._lines[-self._detection.window :]
+        ]
+        backend = await self._similarity()
+        matrix = await trio.to_thread.run_sync(similarities, backend, [c.text for c in window])
+        self._signals[line.id] = signals_for(window[-1], window, matrix)
+
+    # ─── detection rounds ───────────────────────────────────────────────────
+
+    async def _detect(self, request: Detect) -> Detection:
+        window = self._lines[-self._detection.window :]
+        ids = {line.id for line in window}
+        in_window = [
+            s
+            for line in window
+            for s in self._signals.get(line.id, [])
+            if all(m in ids for m in s.messages)
+        ]
+        best = strongest(in_window)
+        signals = sorted(best.values(), key=lambda s: s.pair)
+        gate = max((s.opposition for s in signals), default=0.0)
+        base = {"window": [line.id for line in window], "signals": signals, "gate": gate}
+        if gate < self._detection.gate:
+            return Detection(**base, asked=False)
+        spoke = {line.speaker for line in window}
+        people = [(pid, name) for pid, name in self._setup.names.items() if pid in spoke]
+        nonce = self._nonce("detect", request.round)
+        answer = await self._ask(
+            "detection",
+            "read group chats and find substantive disagreements",
+            prompts.detection_prompt(self._setup.topic, people, self._shown(window), nonce),
+            nonce,
+            DETECTION_SCHEMA,
+            partial(read_detections, speakers=self._setup.names, spoke=spoke),
+            key=("detect", request.round),
+            attempts=self._detection.attempts,
+        )
+        found = corroborate(answer.value or [], best, self._detection.corroborate)
+        return Detection(
+            **base,
+            asked=True,
+            found=found,
+            attempts=answer.attempts,
+            reading=answer.reading,
+            error=answer.error,
+            usage=answer.usage,
+        )
+
+    # ─── crux rooms ─────────────────────────────────────────────────────────
+
+    async def _check_exit(self, request: CheckExit) -> ExitVerdict:
+        nonce = self._nonce(f"exit:{request.room}", request.after)
+        pair = " and ".join(self._setup.names.get(p, p) for p in request.pair)
+        answer = await self._ask(
+            "exit_check",
+            "judge whether a debate has surfaced its crux",
+            prompts.exit_prompt(pair, request.question, self._shown(request.lines), nonce),
+            nonce,
+            EXIT_SCHEMA,
+            read_exit,
+            key=(f"exit:{request.room}", request.after),
+            attempts=2,
+        )
+        if not answer.ok or answer.value is None:
+            return ExitVerdict(ok=False, error=answer.error, usage=answer.usage)
+        surfaced, how, reason = answer.value
+        return ExitVerdict(ok=True, surfaced=surfaced, how=how, reason=reason, usage=answer.usage)
+
+    async def _extract(self, request: ExtractCard) -> CardAnswer:
+        lines = [*request.context, *request.lines]
+        authors = {line.id: line.speaker for line in lines}
+        pair = (request.pair[0], request.pair[1])
+        people = [(p, self._setup.names.get(p, p)) for p in request.pair]
+        nonce = self._nonce(f"card:{request.room}", 0)
+        answer = await self._ask(
+            "card",
+            "write crux cards: validated records of why two positions differ",
+            prompts.card_prompt(request.question, people, self._shown(lines), nonce),
+            nonce,
+            CARD_SCHEMA,
+            partial(validate_card, pair=pair, authors=authors, names=self._setup.names),
+            key=(f"card:{request.room}", 0),
+            attempts=self._setup.settings.rooms.card_attempts,
+        )
+        return CardAnswer(
+            ok=answer.ok,
+            card=answer.value.model_dump(mode="json") if answer.value is not None else None,
+            raw=answer.raw,
+            problems=answer.problems,
+            attempts=answer.attempts,
+            reading=answer.reading,
+            usage=answer.usage,
+        )
+
+    # ─── helpers ────────────────────────────────────────────────────────────
+
+    def _shown(self, lines: list[Line]) -> list[Said]:
+        names = self._setup.names
+        return [Said(x.id, x.speaker, names.get(x.speaker, x.speaker), x.text) for x in lines]
+
+    def _nonce(self, what: str, n: int) -> str:
+        return f"{self._seeds.for_call(f'fence:{what}', n):08x}"
+
+    async def _ask(
+        self,
+        role: str,
+        task: str,
+        user: str,
+        nonce: str,
+        schema: dict[str, Any],
+        validate: Validator[Any],
+        *,
+        key: tuple[str, int],
+        attempts: int,
+    ):
+        settings = self._setup.roles[role]
+        return await ask_json(
+            self._model(role),
+            [
+                ChatMessage("system", prompts.analyst_system(task, nonce, schema)),
+                ChatMessage("user", user),
+            ],
+            schema=schema,
+            validate=validate,
+            seed=lambda attempt: self._seeds.for_call(f"{role}:{key[0]}", key[1], attempt),
+            max_attempts=attempts,
+            max_tokens=settings.max_tokens,
+            temperature=settings.temperature,
+            feedback=True,
+        )
