@@ -74,6 +74,7 @@ def cli() -> None:
 
 def _register() -> None:
     from loom_sim.cli import (
+        debate,
         dry_run,
         imports,
         inspect,
@@ -103,6 +104,7 @@ def _register() -> None:
     cli.add_command(port.port)
     cli.add_command(probe.probe)
     cli.add_command(plugins.plugins)
+    cli.add_command(debate.debate)
 
 
 _register()

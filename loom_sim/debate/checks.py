@@ -127,7 +127,12 @@ class BannedPattern(Strict):
         return self
 
     def hit(self, text: str) -> bool:
-        return re.search(self.pattern, text.strip(), flags=re.I) is not None
+        """Whether the pattern matches; ``^`` means the start of any sentence, so "Firstly"
+        cannot hide behind a first sentence."""
+        return any(
+            re.search(self.pattern, part, flags=re.I) is not None
+            for part in [text.strip(), *sentences(text)]
+        )
 
 
 #: The seed's hard-banned patterns, and its opening turn's banned phrases.

@@ -10,6 +10,9 @@ Two habits beyond "try again":
 * **Feedback.** With ``feedback=True`` a retry shows the model its unusable answer and the
   reason it was refused ("claim 2 cites m7, which is not Ada's message"), the way a debate
   message that fails its checks is regenerated with the reason.
+* **Garbled replies are answers too.** A reply the provider could not even deliver in usable
+  form (``BadModelReply``) uses up an attempt like an unusable answer; a model that cannot be
+  reached at all (``ModelUnavailable``, ``RetriesExhausted``) is raised to the caller.
 * **Room to finish.** A reply cut off at its token limit and closed by truncation repair is
   accepted only if it still validates; if not, the next attempt gets twice the tokens (up to
   ``max_tokens_cap``), since asking a model to fit the same answer in the same room again
@@ -67,15 +70,19 @@ async def ask_json(
     conversation = list(messages)
     tokens = max_tokens
     for attempt in range(max_attempts):
-        response = await model.complete(
-            ModelRequest(
-                messages=conversation,
-                max_tokens=tokens,
-                temperature=temperature,
-                seed=seed(attempt),
-                json_schema=schema,
+        try:
+            response = await model.complete(
+                ModelRequest(
+                    messages=conversation,
+                    max_tokens=tokens,
+                    temperature=temperature,
+                    seed=seed(attempt),
+                    json_schema=schema,
+                )
             )
-        )
+        except BadModelReply as err:  # a garbled body: as unusable as a garbled answer
+            problems.append(str(err))
+            continue
         usage = usage + response.usage
         raw = response.text
         cut_off = response.finish_reason == "length"
