@@ -139,6 +139,9 @@ class DebaterActor(Actor):
                     request.turn,
                     request.attempt,
                 ),
+                # A chat message is one paragraph (a main-chat turn one line): stopping there
+                # spares a rambling model the tokens it would spend on a draft that fails.
+                stop=["\n"] if request.kind == "turn" else ["\n\n"],
             )
         )
         return Utterance(

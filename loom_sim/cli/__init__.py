@@ -105,6 +105,7 @@ def _register() -> None:
     cli.add_command(probe.probe)
     cli.add_command(plugins.plugins)
     cli.add_command(debate.debate)
+    cli.add_command(debate.contracts)
 
 
 _register()

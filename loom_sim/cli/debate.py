@@ -219,3 +219,57 @@ def debate(
             f"the debate stopped: {summary.error}. Its completed messages are kept; "
             f"continue with: {summary.resume}"
         )
+
+
+@click.group()
+def contracts() -> None:
+    """Persona contracts for debates."""
+
+
+@contracts.command("build")
+@click.argument("config_path", metavar="DECK_CONFIG", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--model",
+    "model",
+    metavar="NAME=SPEC",
+    multiple=True,
+    help="A tier (cheap, strong) or role (relevance, contract) and its model.",
+)
+@base_url_option()
+@timeout_option()
+def build(config_path: Path, model: tuple[str, ...], base_url: str | None, timeout: float) -> None:
+    """Build persona contracts from a local corpus (RSS/Atom files, JSON posts, plain text) by
+    the 9-call pipeline, and write the deck. Killed between calls, the same command continues
+    where it stopped."""
+    from loom_sim.debate.builder import Builder, load_build
+    from loom_sim.models.hub import ModelHub
+
+    config = load_build(config_path)
+    try:
+        allocation = config.models.overridden(
+            _pairs(model, "--model", "NAME=SPEC, e.g. strong=openai/gpt-4.1")
+        )
+    except ValueError as err:
+        raise LoomError(str(err)) from None
+    hub = ModelHub(base_url=base_url, timeout_s=timeout)
+    for role in ("relevance", "contract"):
+        hub.check(allocation.resolve(role).spec)
+
+    async def main() -> Path:
+        async with hub:
+            builder = Builder(
+                config_path, lambda role: hub.client(allocation.resolve(role).spec, 0, "builder")
+            )
+            builder.config = builder.config.model_copy(update={"models": allocation})
+            deck = await builder.build()
+            click.echo(f"{builder.calls} model calls", err=True)
+            return deck
+
+    try:
+        deck = trio.run(main)
+    except KeyboardInterrupt:
+        raise LoomError(
+            f"interrupted; the finished calls are saved. Continue with: loom-sim contracts build "
+            f"{config_path}"
+        ) from None
+    click.echo(f"deck: {deck}")

@@ -248,8 +248,14 @@ def render_header(transcript: Transcript, shown: list[TurnRecord]) -> Renderable
 )
 def view(path: Path, turns_: str | None) -> None:
     """Read a rollout turn by turn: prompts injected, drafts rejected, replies, monitor
-    events and scores. TRANSCRIPT is a transcript.json or a rollout directory."""
+    events and scores. TRANSCRIPT is a transcript.json or a rollout directory (or a debate
+    directory: its thread, rooms and cards)."""
     window = parse_turns(turns_)
+    if (path / "debate.json").is_file():
+        from loom_sim.cli.debate_view import show_debate
+
+        show_debate(path, window)
+        return
     transcript = find_transcript(path)
     shown = transcript.turns[window]
     console = Console()

@@ -56,12 +56,14 @@ class AnchorExcerpt(Strict):
         description=f"The persona's own words, at most {MAX_QUOTE_CHARS} characters.",
     )
     source: Prose = Field(description="Where it was said: a URL or an attribution.")
-    date: str = Field(description="When it was said, as an ISO date (YYYY-MM-DD).")
+    date: str = Field(
+        "", description="When it was said, as an ISO date (YYYY-MM-DD); empty when unknown."
+    )
 
     @field_validator("date")
     @classmethod
     def _iso_date(cls, value: str) -> str:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[0-9:.+-Z]+)?", value):
+        if value and not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[0-9:.+-Z]+)?", value):
             raise ValueError(f"{value!r} is not an ISO date (write YYYY-MM-DD)")
         return value
 

@@ -87,7 +87,7 @@ def _user(request: ModelRequest) -> str:
 
 def _anchors(system: str) -> list[tuple[str, str, str]]:
     """(quote, source, date) of each anchor in a debater's system prompt."""
-    found = re.findall(r'^> "(.+)"\n> — (.+) \((\d{4}-\d{2}-\d{2})\)$', system, flags=re.M)
+    found = re.findall(r'^> "(.+)"\n> — (.+) \((\d{4}-\d{2}-\d{2}|undated)\)$', system, flags=re.M)
     return [(q, s, d) for q, s, d in found]
 
 
@@ -137,7 +137,8 @@ def debater(request: ModelRequest) -> str:
     if intent == "DISAGREE":
         return f"No, {clause}."
     if intent == "EVIDENCE":
-        return f"Per the {source} in {date[:4]}, {clause}."
+        when = f" in {date[:4]}" if date[:1].isdigit() else ""
+        return f"Per the {source}{when}, {clause}."
     if intent == "REFRAME":
         return f"The real question is whether {clause}."
     return f"{first.rstrip('.')}."
@@ -275,4 +276,46 @@ def crux_card(request: ModelRequest) -> str:
             else f"Irreducible {kind} difference.",
             "positions": positions,
         }
+    )
+
+
+# ─── the contract builder ───────────────────────────────────────────────────
+
+_EXCERPT = re.compile(r"^\[(?P<id>[^\]]+)\] \((?P<date>[^)]*)\) (?P<text>.*)$", re.M)
+
+
+@script("contract-builder", summary="builds contracts from the corpus it is shown, quoting it")
+def contract_builder(request: ModelRequest) -> str:
+    """Relevance by topic words, prose from the excerpts' own first sentences, anchors copied
+    verbatim: enough to exercise the 9-call pipeline without a model."""
+    system, user = _system(request), _user(request)
+    topic = re.search(r"The debate topic is: '(.*)'\.", system)
+    name = re.search(r"profile for (.*?)\. The debate topic", system)
+    who = name.group(1) if name else "They"
+    excerpts = [m.groupdict() for m in _EXCERPT.finditer(user)]
+    if user.rstrip().endswith('{"relevant": [ids]}.'):
+        words = _words(topic.group(1)) if topic else set()
+        ranked = sorted(excerpts, key=lambda e: -len(_words(e["text"]) & words))
+        return json.dumps({"relevant": [e["id"] for e in ranked[: max(1, len(ranked) // 2 + 1)]]})
+    if "evidence policy" in user:
+        return json.dumps(
+            {
+                "acceptable_sources": ["their own records", "first-hand reports"],
+                "unacceptable_sources": ["anonymous claims"],
+                "weighting_rules": "What they have measured outweighs what they are told.",
+                "tool_pull_triggers": "They cite their records when someone disputes a number.",
+            }
+        )
+    if "anchor quotes" in user:
+        anchors = []
+        for e in excerpts:
+            first = re.split(r"(?<=[.!?])\s", e["text"], maxsplit=1)[0][:280]
+            anchors.append({"excerpt": e["id"], "quote": first})
+        return json.dumps({"anchors": anchors})
+    field = re.search(r"Write .*?'s ([a-z ]+) for the debate", user)
+    said = " ".join(re.split(r"(?<=[.!?])\s", e["text"], maxsplit=1)[0] for e in excerpts[:2])
+    return (
+        f"{who}'s {field.group(1) if field else 'view'} shows in what they write. "
+        f"In their words: {said} "
+        f"It shapes how {who} argues about {topic.group(1) if topic else 'the topic'}."
     )

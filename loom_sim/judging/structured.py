@@ -64,6 +64,49 @@ async def ask_json(
 ) -> Answer[T]:
     """Ask ``model`` for JSON matching ``schema`` until ``validate`` accepts it; ``seed(n)`` is
     the sampling seed of attempt ``n``."""
+
+    def read(text: str) -> tuple[Any, str]:
+        reading = read_json(text, model=model.spec, prefer_object=True)
+        return reading.value, reading.how
+
+    return await _ask(
+        model, messages, schema, read, validate, seed, max_attempts, max_tokens,
+        max_tokens_cap, temperature, feedback,
+    )  # fmt: skip
+
+
+async def ask_text(
+    model: ModelClient,
+    messages: list[ChatMessage],
+    *,
+    validate: Validator[T],
+    seed: Callable[[int], int],
+    max_attempts: int = 3,
+    max_tokens: int = 400,
+    max_tokens_cap: int = 4096,
+    temperature: float = 0.7,
+    feedback: bool = True,
+) -> Answer[T]:
+    """The same loop for prose: ``validate`` reads the reply's text (stripped)."""
+    return await _ask(
+        model, messages, None, lambda text: (text.strip(), "text"), validate, seed,
+        max_attempts, max_tokens, max_tokens_cap, temperature, feedback,
+    )  # fmt: skip
+
+
+async def _ask(
+    model: ModelClient,
+    messages: list[ChatMessage],
+    schema: dict[str, Any] | None,
+    read: Callable[[str], tuple[Any, str]],
+    validate: Validator[T],
+    seed: Callable[[int], int],
+    max_attempts: int,
+    max_tokens: int,
+    max_tokens_cap: int,
+    temperature: float,
+    feedback: bool,
+) -> Answer[T]:
     usage = Usage()
     raw = ""
     problems: list[str] = []
@@ -87,8 +130,8 @@ async def ask_json(
         raw = response.text
         cut_off = response.finish_reason == "length"
         try:
-            reading = read_json(raw, model=model.spec, prefer_object=True)
-            value = validate(reading.value)
+            parsed, how = read(raw)
+            value = validate(parsed)
         except (BadModelReply, ValueError) as err:
             problem = str(err)
             problems.append(problem)
@@ -98,20 +141,18 @@ async def ask_json(
                 conversation = [
                     *messages,
                     ChatMessage("assistant", raw),
-                    ChatMessage("user", _retry_note(problem, cut_off)),
+                    ChatMessage("user", _retry_note(problem, cut_off, schema is not None)),
                 ]
             continue
-        return Answer(True, value, raw, None, attempt + 1, usage, reading.how, problems)
+        return Answer(True, value, raw, None, attempt + 1, usage, how, problems)
     error = problems[-1] if problems else "no attempt made"
     return Answer(False, None, raw, error, max_attempts, usage, None, problems)
 
 
-def _retry_note(problem: str, cut_off: bool) -> str:
+def _retry_note(problem: str, cut_off: bool, json: bool) -> str:
     why = "It was cut off before it ended. " if cut_off else ""
-    return (
-        f"That answer cannot be used: {problem}. {why}"
-        "Answer again with one complete JSON object only."
-    )
+    again = "one complete JSON object only" if json else "the text only"
+    return f"That answer cannot be used: {problem}. {why}Answer again with {again}."
 
 
 def require_keys(schema: dict[str, Any]) -> Validator[dict[str, Any]]:
