@@ -1,12 +1,13 @@
 """The detector: finds disagreements in the main chat, and reads the crux rooms.
 
-Protocol: ``Posted`` (tell) -> a main-chat message: its cheap signals are computed at once
-(stance opposition against every other persona's latest claim in the window:
-:mod:`loom_sim.debate.opposition`); ``Detect`` -> ``Detection``: the round's window, each
-pair's strongest signal, and — only if some pair reached the gate — what the detector model
-found, each finding corroborated or not by the signals; ``CheckExit`` -> ``ExitVerdict``: has
-a room surfaced its crux?; ``ExtractCard`` -> ``CardAnswer``: the room's crux card, every
-citation validated, asked again with the reasons when it fails.
+Protocol: ``Posted`` (tell) -> a main-chat message, whose cheap signals (stance opposition
+against every other persona's latest claim in the window ending with it:
+:mod:`loom_sim.debate.opposition`) are computed in order before the next round;
+``Detect`` -> ``Detection``: the round's window, each pair's strongest signal, and — only if
+some pair reached the gate — what the detector model found, each finding corroborated or not
+by the signals; ``CheckExit`` -> ``ExitVerdict``: has a room surfaced its crux?;
+``ExtractCard`` -> ``CardAnswer``: the room's crux card, every citation validated, asked again
+with the reasons when it fails.
 
 Every model call is a structured call (:func:`loom_sim.judging.structured.ask_json`) over a
 fenced transcript, at the role's low temperature, seeded by (debate seed, round or room).
@@ -33,7 +34,7 @@ from loom_sim.debate.detection import (
     read_detections,
     read_exit,
 )
-from loom_sim.debate.opposition import Claim, signals_for, similarities, strongest
+from loom_sim.debate.opposition import Claim, Similarity, signals_for, strongest
 from loom_sim.debate.prompts import Said
 from loom_sim.debate.roles import RoleModel
 from loom_sim.debate.settings import DebateSettings
@@ -80,10 +81,10 @@ class DetectorActor(Actor):
         self._detection = setup.settings.detection
         self._model = model
         self._seeds = seeds
-        self._backend = backend
+        self._similarity: Similarity | None = Similarity(backend) if backend else None
         self._lines: list[Line] = []
+        self._pending: list[Line] = list(setup.past)  # posted, signals not computed yet
         self._signals: dict[str, list[PairSignal]] = {}
-        self._past = list(setup.past)  # signalled when the first message arrives
 
     @classmethod
     def from_context(cls, context: ActorContext) -> DetectorActor:
@@ -95,11 +96,10 @@ class DetectorActor(Actor):
         match body:
             case Posted():
                 if body.line.room is None:
-                    await self._catch_up()
-                    await self._hear(body.line)
+                    self._pending.append(body.line)  # cannot fail: a tell has nobody to tell
                 return None
             case Detect():
-                await self._catch_up()
+                await self._absorb()
                 return await self._detect(body)
             case CheckExit():
                 return await self._check_exit(body)
@@ -109,29 +109,28 @@ class DetectorActor(Actor):
 
     # ─── signals ────────────────────────────────────────────────────────────
 
-    async def _catch_up(self) -> None:
-        """A resumed debate's messages: the last window's signals, computed as they were."""
-        if not self._past:
-            return
-        past, self._past = self._past, []
+    async def _absorb(self) -> None:
+        """The signals of every message posted since the last round, each computed over the
+        window that ended with it — as if on arrival, but where a failure reaches the debate
+        (a tell's handler has nobody to report to). A resumed debate's earlier messages are
+        only remembered: no round reads them again."""
         window = self._detection.window
-        self._lines = past[:-window] if len(past) > window else []
-        for line in past[-window:]:
-            await self._hear(line)
+        pending, self._pending = self._pending, []
+        first_read = len(self._lines) + len(pending) - window
+        for index, line in enumerate(pending, start=len(self._lines)):
+            self._lines.append(line)
+            if index >= first_read:
+                await self._signal(line)
 
-    async def _similarity(self) -> Backend:
-        if self._backend is None:
-            self._backend = await trio.to_thread.run_sync(load_backend, self._detection.similarity)
-        return self._backend
-
-    async def _hear(self, line: Line) -> None:
-        self._lines.append(line)
+    async def _signal(self, line: Line) -> None:
+        if self._similarity is None:
+            backend = await trio.to_thread.run_sync(load_backend, self._detection.similarity)
+            self._similarity = Similarity(backend)
         window = [
             Claim(x.id, x.speaker, x.text, x.reply_to)
             for x in self._lines[-self._detection.window :]
         ]
-        backend = await self._similarity()
-        matrix = await trio.to_thread.run_sync(similarities, backend, [c.text for c in window])
+        matrix = await trio.to_thread.run_sync(self._similarity.matrix, window)
         self._signals[line.id] = signals_for(window[-1], window, matrix)
 
     # ─── detection rounds ───────────────────────────────────────────────────

@@ -82,6 +82,32 @@ def similarities(backend: Backend, texts: Sequence[str]) -> np.ndarray:
     return vectors @ vectors.T
 
 
+class Similarity:
+    """Similarities within a window. An embedding does not depend on the other texts, so each
+    message is embedded once and kept; TF-IDF vectors do (IDF is fitted on the window), so
+    they are recomputed per window — a dozen short texts, about a millisecond."""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self._kept: dict[str, np.ndarray] = {}
+
+    def matrix(self, window: Sequence[Claim]) -> np.ndarray:
+        if self.backend.name != "embedding":
+            return similarities(self.backend, [c.text for c in window])
+        missing = [c for c in window if c.id not in self._kept]
+        if missing:
+            for claim, vector in zip(
+                missing, self.backend.vectors([c.text for c in missing]), strict=True
+            ):
+                self._kept[claim.id] = vector
+        if not window:
+            return np.zeros((0, 0))
+        vectors = np.stack([self._kept[c.id] for c in window])
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = vectors / np.where(norms == 0, 1.0, norms)
+        return vectors @ vectors.T
+
+
 def signals_for(claim: Claim, window: Sequence[Claim], matrix: np.ndarray) -> list[PairSignal]:
     """``claim`` (the last of ``window``) against each other persona's latest claim before it.
     ``matrix`` holds the similarities of ``window``'s texts, in order."""
