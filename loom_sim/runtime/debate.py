@@ -217,7 +217,7 @@ class Debate:
             setup = DebaterSetup(persona, self._names, plan.record.topic, settings, roles, heard)
             post.spawn(
                 nursery,
-                build("debater", self._context(seeds, setup, models_for(persona.id))),
+                build("debater", self._context(seeds, setup, models_for("debater"))),
                 name=persona.id,
             )
 
