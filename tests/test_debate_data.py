@@ -127,3 +127,10 @@ def test_the_model_allocation_defaults_to_the_seed_table_and_takes_overrides():
     assert resolved["detection"].temperature == 0.2
     with pytest.raises(ValueError, match="neither a tier"):
         ModelAllocation().overridden({"moderator": "scripted/echo"})
+
+
+def test_the_deck_schema_in_the_docs_is_current():
+    namespace: dict = {"__name__": "gen_docs", "__file__": str(ROOT / "scripts" / "gen-docs")}
+    exec(compile((ROOT / "scripts" / "gen-docs").read_text(), "gen-docs", "exec"), namespace)
+    current = (ROOT / "docs" / "deck.schema.json").read_text()
+    assert current == namespace["deck_schema_text"](), "docs/deck.schema.json: run scripts/gen-docs"
