@@ -45,7 +45,6 @@ def test_a_planted_crux_opens_a_room_and_a_card_whose_citations_hold(tmp_path):
         assert all(authors[c] in record["pair"] for c in card["diagnosis_cites"])
     room = lines(out / "rooms" / "room-1" / "transcript.jsonl")
     assert [x["type"] for x in room][-1] == "exit_check" and room[-1]["surfaced"]
-    assert (out / "report.md").exists() is False  # the CLI writes reports, not the runner
     assert json.loads((out / "summary.json").read_text())["usage"]["card"]["output_tokens"] > 0
 
 
