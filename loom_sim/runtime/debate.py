@@ -44,7 +44,7 @@ from loom_sim.debate.records import (
     RoomStart,
     message_id,
 )
-from loom_sim.errors import LoomError
+from loom_sim.errors import LoomError, describe
 from loom_sim.machines.debate import DEBATE, Trigger
 from loom_sim.machines.engine import Handler, Machine, drive
 from loom_sim.messages import Assignment, Compose, Detect, Line, NextTurn, Posted, TurnTaken
@@ -138,7 +138,7 @@ class Debate:
                 finally:
                     nursery.cancel_scope.cancel()
         except Exception as exc:  # a model, an actor or the disk failed for good
-            error = _describe(exc)
+            error = describe(exc)
             if not self._machine.done:
                 self._machine.fire(Trigger.FAIL)
         finally:
@@ -418,10 +418,3 @@ class Debate:
         if self._post is None:
             raise RuntimeError("the debate's post is not open")
         return self._post
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, LoomError) else f"{type(exc).__name__}: {text}"
