@@ -180,3 +180,79 @@ def test_a_dead_model_stops_the_debate_with_the_resume_command_and_resume_finish
     assert 0 < len(lines(out / "messages.jsonl")) < len(lines(whole / "messages.jsonl"))
     assert resume(out).status == "done"
     assert artifacts(out) == artifacts(whole)
+
+
+def test_a_room_checks_its_exit_every_second_exchange_after_the_third_up_to_its_cap(tmp_path):
+    never = ScriptedClient(
+        "scripted/never",
+        responses=['{"surfaced": false, "how": "", "reason": "not yet"}'],
+    )
+    out = tmp_path / "d"
+    run(
+        plan("planted_horizon", out, seed=2, messages=9, models={"exit_check": "scripted/never"}),
+        Models({"scripted/never": never}),
+    )
+    room = lines(out / "rooms" / "room-1" / "transcript.jsonl")
+    kinds = [x["type"] for x in room]
+    assert [x["after"] for x in room if x["type"] == "exit_check"] == [5, 7, 9, 11, 13, 15, 17, 19]
+    assert kinds.count("message") == 2 + 20 and kinds[-1] == "message"  # capped, then the card
+    exchanges = [x["n"] - 1 for x in room if x["type"] == "message" and x["n"] >= 2]
+    checks_after = [room[i - 1]["n"] - 1 for i, x in enumerate(room) if x["type"] == "exit_check"]
+    assert checks_after == [5, 7, 9, 11, 13, 15, 17, 19] and exchanges[-1] == 20
+    assert json.loads((out / "cards.json").read_text())["cards"][0]["room"] == "room-1"
+
+
+def test_a_mis_cited_card_is_asked_again_with_the_reason_and_then_holds(tmp_path):
+    from loom_sim.models.scripted import SCRIPTS
+
+    write_card = SCRIPTS.get("crux-card").respond
+    asked = []
+
+    def card(request):
+        asked.append(request.messages)
+        good = json.loads(write_card(request))
+        if len(asked) == 1:  # the first answer cites the other side's message
+            good["positions"][0]["cites"] = good["positions"][1]["cites"][:1]
+        return json.dumps(good)
+
+    out = tmp_path / "d"
+    run(
+        plan("planted_horizon", out, seed=2, messages=9, models={"card": "scripted/mis-cites"}),
+        Models({"scripted/mis-cites": ScriptedClient("scripted/mis-cites", responses=card)}),
+    )
+    [record] = json.loads((out / "cards.json").read_text())["cards"]
+    assert record["attempts"] == 2
+    retry = asked[1][-1].content
+    assert (
+        "That answer cannot be used:" in retry and "which Petra Lund said, not Hugo Brandt" in retry
+    )
+
+
+def test_a_card_that_never_validates_is_recorded_as_rejected_with_its_reasons(tmp_path):
+    uncited = ScriptedClient(
+        "scripted/uncited",
+        responses=[
+            json.dumps(
+                {
+                    "crux": "night ferry payback",
+                    "type": "horizon",
+                    "diagnosis": "Different spans.",
+                    "diagnosis_cites": [],
+                    "resolved": False,
+                    "resolution": "",
+                    "positions": [],
+                }
+            )
+        ],
+    )
+    out = tmp_path / "d"
+    summary = run(
+        plan("planted_horizon", out, seed=2, messages=9, models={"card": "scripted/uncited"}),
+        Models({"scripted/uncited": uncited}),
+    )
+    cards = json.loads((out / "cards.json").read_text())
+    assert cards["cards"] == [] and summary.rejected_cards == 1
+    [rejected] = cards["rejected"]
+    assert len(rejected["problems"]) == 3
+    assert "the diagnosis cites no message" in rejected["problems"][-1]
+    assert "give exactly one position for hugo-brandt" in rejected["problems"][-1]
