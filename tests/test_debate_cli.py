@@ -172,3 +172,46 @@ def test_a_debate_killed_with_sigkill_resumes_without_a_repeated_or_lost_message
     assert artifacts(out) == artifacts(whole)
     ids = [json.loads(x)["id"] for x in (out / "trace.jsonl").read_text().splitlines() if x]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_where_the_messages_are_and_how_to_continue(tmp_path):
+    out = tmp_path / "d"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SLOW_CLI,
+            "debate",
+            "planted_claim",
+            "--similarity",
+            "tfidf",
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    messages = out / "messages.jsonl"
+    deadline = time.monotonic() + 120
+    while not (messages.exists() and len(messages.read_text().splitlines()) >= 4):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in err
+    assert f"interrupted; every completed message is in {out}" in err
+    assert f"Continue with: loom-sim debate --resume {out}" in err
+    kept = len(messages.read_text().splitlines())
+    assert kept >= 4
+    resumed = subprocess.run(
+        [str(LOOM_SIM), "debate", "--resume", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    turns = [json.loads(x)["turn"] for x in messages.read_text().splitlines()]
+    assert turns == list(range(21))

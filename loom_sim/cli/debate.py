@@ -203,7 +203,10 @@ def debate(
 
     try:
         summary = trio.run(main)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BaseExceptionGroup) as err:
+        # Ctrl-C reaches trio inside the debate's nursery, so it may arrive in a group.
+        if isinstance(err, BaseExceptionGroup) and err.split(KeyboardInterrupt)[1] is not None:
+            raise
         raise LoomError(
             f"interrupted; every completed message is in {plan.files.dir}. "
             f"Continue with: loom-sim debate --resume {plan.files.dir}"
@@ -267,7 +270,9 @@ def build(config_path: Path, model: tuple[str, ...], base_url: str | None, timeo
 
     try:
         deck = trio.run(main)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BaseExceptionGroup) as err:
+        if isinstance(err, BaseExceptionGroup) and err.split(KeyboardInterrupt)[1] is not None:
+            raise
         raise LoomError(
             f"interrupted; the finished calls are saved. Continue with: loom-sim contracts build "
             f"{config_path}"
