@@ -229,7 +229,7 @@ def crux_type(texts: list[str]) -> str:
     return "claim" if rest and rest[0][1] == n else top
 
 
-@script("crux-card", summary="a crux card from the room's transcript, each claim cited")
+@script("crux-card", summary="a crux card from the room's transcript, each claim cited", order=63)
 def crux_card(request: ModelRequest) -> str:
     user = _user(request)
     question = re.search(r'about "(.*)" has ended', user)
@@ -284,7 +284,9 @@ def crux_card(request: ModelRequest) -> str:
 _EXCERPT = re.compile(r"^\[(?P<id>[^\]]+)\] \((?P<date>[^)]*)\) (?P<text>.*)$", re.M)
 
 
-@script("contract-builder", summary="builds contracts from the corpus it is shown, quoting it")
+@script(
+    "contract-builder", summary="builds contracts from the corpus it is shown, quoting it", order=64
+)
 def contract_builder(request: ModelRequest) -> str:
     """Relevance by topic words, prose from the excerpts' own first sentences, anchors copied
     verbatim: enough to exercise the 9-call pipeline without a model."""
