@@ -215,3 +215,28 @@ def test_ctrl_c_says_where_the_messages_are_and_how_to_continue(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     turns = [json.loads(x)["turn"] for x in messages.read_text().splitlines()]
     assert turns == list(range(21))
+
+
+def test_the_detector_goes_through_the_one_model_path_retrying_429_500_529(tmp_path):
+    from loom_sim.testing.fake_openai import FakeOpenAIServer
+
+    out = tmp_path / "d"
+    with FakeOpenAIServer(fault_sequence="429,500,529") as server:
+        result = debate(
+            "planted_horizon", "--seed", "2", "--similarity", "tfidf", "-n", "9", "-o", str(out),
+            "--model", "detection=openai/fake", "--base-url", server.base_url,
+        )  # fmt: skip
+        stats = server.stats()
+    assert result.exit_code == 0, result.output
+    asked = [
+        json.loads(x)
+        for x in (out / "detections.jsonl").read_text().splitlines()
+        if '"asked":true' in x
+    ]
+    assert asked, "the gate never opened"
+    # the fake answers with schema-shaped filler: refused with the reason, asked again, recorded
+    assert all(r["attempts"] == 2 and "pair must list two persona ids" in r["error"] for r in asked)
+    assert stats["faults_by_kind"] == {"429": 1, "500": 1, "529": 1}  # each retried
+    assert stats["by_route"]["/v1/chat/completions"] == 3 + 2 * len(asked)
+    usage = json.loads((out / "summary.json").read_text())["usage"]["detection"]
+    assert usage["input_tokens"] > 0
