@@ -16,6 +16,7 @@ from loom_sim.config.errors import ConfigError
 from loom_sim.debate.builder import Builder, BuildFailed, load_build
 from loom_sim.debate.corpus import Excerpt, find_quote, read_feed
 from loom_sim.debate.deck import load_deck
+from loom_sim.errors import LoomError
 from loom_sim.models.base import ModelUnavailable
 from loom_sim.models.scripted import SCRIPTS, ScriptedClient
 
@@ -171,3 +172,12 @@ def test_contracts_build_on_the_command_line_then_a_debate_on_the_built_deck(con
     assert result.exit_code == 0, result.output
     turns = [json.loads(x) for x in (out / "messages.jsonl").read_text().splitlines()]
     assert len(turns) == 5 and turns[0]["speaker"] == "mara-lindqvist"
+
+
+def test_saved_steps_are_not_continued_on_a_changed_corpus(config):
+    with pytest.raises(ModelUnavailable):
+        build(config, scripted(fail_on_calls={3}))
+    posts = config.parent / "corpus" / "mara_posts.json"
+    posts.write_text(posts.read_text().replace("40 people", "50 people"))
+    with pytest.raises(LoomError, match="mara-lindqvist: its corpus changed since the steps saved"):
+        build(config, scripted())

@@ -151,6 +151,7 @@ class Builder:
         corpus_file.parent.mkdir(parents=True, exist_ok=True)
         write_json(corpus_file, excerpts)
         version = self._version(state)
+        self._same_corpus(persona, state, excerpts)
         steps: dict[str, Step] = {}
         for n, name in enumerate(STEPS):
             path = state / f"{n}-{name}.json"
@@ -170,6 +171,19 @@ class Builder:
         if not stamp.exists():
             stamp.write_text(self._now or datetime.now(UTC).isoformat(timespec="seconds"))
         return stamp.read_text().strip()
+
+    @staticmethod
+    def _same_corpus(persona: BuildPersona, state: Path, excerpts: list[Excerpt]) -> None:
+        """Saved steps belong to the corpus they were made from: a changed corpus is not
+        continued from them (that would mix two corpora in one contract)."""
+        stamp = state / "corpus_hash"
+        now = corpus_hash(excerpts)
+        if stamp.exists() and stamp.read_text().strip() != now:
+            raise LoomError(
+                f"{persona.id}: its corpus changed since the steps saved in {state}; delete "
+                "that folder to build this persona again from the new corpus"
+            )
+        stamp.write_text(now)
 
     def _corpus(self, persona: BuildPersona) -> list[Excerpt]:
         settings, base = self.config.settings, self.config_path.parent
