@@ -18,17 +18,19 @@ continues from the files alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from loom_sim.debate.cards import CardFile
-from loom_sim.debate.records import ChatTurn, DetectionRound, RoomLine
+from loom_sim.debate.records import ChatTurn, DetectionRound, RoomLine, RoomMessage
 from loom_sim.errors import LoomError
+from loom_sim.messages import Line
 from loom_sim.store.artifacts import write_json
 from loom_sim.store.jsonl import JsonLines
+from loom_sim.store.trace import read_trace
 
 PLAN_FILE = "debate.json"
 MESSAGES_FILE = "messages.jsonl"
@@ -130,6 +132,37 @@ class DebateFiles:
         return msgspec.json.decode(path.read_bytes(), type=Summary)
 
 
+@dataclass
+class Resumed:
+    """A debate's state, read back from its files."""
+
+    turns: list[ChatTurn] = field(default_factory=list)
+    rounds: list[DetectionRound] = field(default_factory=list)
+    cards: CardFile = field(default_factory=CardFile)
+    rooms: dict[str, list[RoomLine]] = field(default_factory=dict)
+    next_envelope: int = 1
+
+    @classmethod
+    def load(cls, files: DebateFiles) -> Resumed:
+        turns = files.messages().load()
+        for expected, turn in enumerate(turns):
+            if turn.turn != expected:
+                raise LoomError(
+                    f"{files.dir}/messages.jsonl: turn {turn.turn} found where {expected} was "
+                    "expected"
+                )
+        rounds = files.detections().load()
+        rooms = {start.id: files.room(start.id).load() for r in rounds for start in r.rooms}
+        last = (
+            max((e.id for e in read_trace(files.trace)), default=0) if files.trace.exists() else 0
+        )
+        return cls(turns, rounds, files.cards(), rooms, last + 1)
+
+    @property
+    def main(self) -> list[Line]:
+        return [Line(t.id, t.speaker, t.text, t.reply_to) for t in self.turns if t.said and t.id]
+
+
 def is_debate_dir(path: Path) -> bool:
     return path.is_dir() and (path / PLAN_FILE).is_file()
 
@@ -137,7 +170,7 @@ def is_debate_dir(path: Path) -> bool:
 def tally(files: DebateFiles) -> Summary:
     """Counts and usage by role, read from the files themselves (so a resumed debate's totals
     are the sum of what is on disk, never of what one process happened to see)."""
-    from loom_sim.debate.records import ExitCheck, RoomMessage
+    from loom_sim.debate.records import ExitCheck
     from loom_sim.models.base import Usage
 
     usage: dict[str, Usage] = {}

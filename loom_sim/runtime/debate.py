@@ -23,7 +23,6 @@ was open, which continues from its own transcript.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import trio
 
@@ -32,9 +31,8 @@ from loom_sim.actors.debater import DebaterSetup
 from loom_sim.actors.detector import DetectorSetup
 from loom_sim.actors.moderator import ModeratorSetup
 from loom_sim.debate.candidates import CandidateRegistry
-from loom_sim.debate.cards import CardFile
 from loom_sim.debate.checks import check_message
-from loom_sim.debate.files import DebateFiles, Summary, tally
+from loom_sim.debate.files import Resumed, Summary, tally
 from loom_sim.debate.intents import OPENING_SHAPE, Intent
 from loom_sim.debate.records import (
     ChatTurn,
@@ -44,7 +42,7 @@ from loom_sim.debate.records import (
     RoomStart,
     message_id,
 )
-from loom_sim.errors import LoomError, describe
+from loom_sim.errors import describe
 from loom_sim.machines.debate import DEBATE, Trigger
 from loom_sim.machines.engine import Handler, Machine, drive
 from loom_sim.messages import Assignment, Compose, Detect, Line, NextTurn, Posted, TurnTaken
@@ -54,41 +52,10 @@ from loom_sim.runtime.debate_plan import DebatePlan
 from loom_sim.runtime.drafting import Drafting, Outcome
 from loom_sim.runtime.progress_debate import DebateProgress, NullDebateProgress
 from loom_sim.seeds import SeedSource
-from loom_sim.store.trace import TraceRecorder, read_trace
+from loom_sim.store.trace import TraceRecorder
 
 #: (model spec, slot) -> the client to call: the hub's, or a test's.
 ModelSource = Callable[[str, str], ModelClient]
-
-
-@dataclass
-class Resumed:
-    """A debate's state, read back from its files."""
-
-    turns: list[ChatTurn] = field(default_factory=list)
-    rounds: list[DetectionRound] = field(default_factory=list)
-    cards: CardFile = field(default_factory=CardFile)
-    rooms: dict[str, list[RoomLine]] = field(default_factory=dict)
-    next_envelope: int = 1
-
-    @classmethod
-    def load(cls, files: DebateFiles) -> Resumed:
-        turns = files.messages().load()
-        for expected, turn in enumerate(turns):
-            if turn.turn != expected:
-                raise LoomError(
-                    f"{files.dir}/messages.jsonl: turn {turn.turn} found where {expected} was "
-                    "expected"
-                )
-        rounds = files.detections().load()
-        rooms = {start.id: files.room(start.id).load() for r in rounds for start in r.rooms}
-        last = (
-            max((e.id for e in read_trace(files.trace)), default=0) if files.trace.exists() else 0
-        )
-        return cls(turns, rounds, files.cards(), rooms, last + 1)
-
-    @property
-    def main(self) -> list[Line]:
-        return [Line(t.id, t.speaker, t.text, t.reply_to) for t in self.turns if t.said and t.id]
 
 
 class Debate:
