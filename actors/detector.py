@@ -26,11 +26,11 @@ import trio
 from loom_sim.actors.base import Actor, ActorContext, ProtocolError
 
 from loom_sim.debate import prompts
-from loom_sim.debate.cards import CARD_SCHEMA, validate_card
+from loom_sim.debate.cards import card_schema, validate_card
 from loom_sim.debate.detection import (
-    DETECTION_SCHEMA,
     EXIT_SCHEMA,
     corroborate,
+    detection_schema,
     read_detections,
     read_exit,
 )
@@ -158,7 +158,7 @@ class DetectorActor(Actor):
             "read group chats and find substantive disagreements",
             prompts.detection_prompt(self._setup.topic, people, self._shown(window), nonce),
             nonce,
-            DETECTION_SCHEMA,
+            detection_schema(sorted(spoke)),
             partial(read_detections, speakers=self._setup.names, spoke=spoke),
             key=("detect", request.round),
             attempts=self._detection.attempts,
@@ -205,7 +205,7 @@ class DetectorActor(Actor):
             "write crux cards: validated records of why two positions differ",
             prompts.card_prompt(request.question, people, self._shown(lines), nonce),
             nonce,
-            CARD_SCHEMA,
+            card_schema(request.pair, [line.id for line in lines]),
             partial(validate_card, pair=pair, authors=authors, names=self._setup.names),
             key=(f"card:{request.room}", 0),
             attempts=self._setup.settings.rooms.card_attempts,

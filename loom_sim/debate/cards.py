@@ -11,6 +11,7 @@ rejected; it is never repaired by guessing.
 
 from __future__ import annotations
 
+import copy
 from enum import StrEnum
 from typing import Any
 
@@ -90,6 +91,20 @@ CARD_SCHEMA: dict[str, Any] = {
         "positions",
     ],
 }
+
+
+def card_schema(pair: list[str], ids: list[str]) -> dict[str, Any]:
+    """:data:`CARD_SCHEMA` for one room: positions for exactly its pair, citations among the
+    ids shown (which of them each position may cite is checked after, with reasons)."""
+    schema = copy.deepcopy(CARD_SCHEMA)
+    cited = {"type": "array", "items": {"type": "string", "enum": list(ids)}, "minItems": 1}
+    props = schema["properties"]
+    props["diagnosis_cites"] = cited
+    positions = props["positions"]
+    positions["minItems"] = positions["maxItems"] = len(pair)
+    positions["items"]["properties"]["persona"] = {"type": "string", "enum": list(pair)}
+    positions["items"]["properties"]["cites"] = cited
+    return schema
 
 
 class CardProblem(ValueError):

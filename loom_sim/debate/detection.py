@@ -11,6 +11,7 @@ again with the reasons.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from loom_sim.messages import Disagreement, PairSignal
@@ -34,6 +35,22 @@ DETECTION_SCHEMA: dict[str, Any] = {
     },
     "required": ["disagreements"],
 }
+
+
+def detection_schema(speakers: list[str]) -> dict[str, Any]:
+    """:data:`DETECTION_SCHEMA` for one window: a pair is two of the ids who spoke in it. A
+    local model's grammar is built from the schema, so the tighter it is the fewer of a small
+    model's answers are wasted on names nobody has."""
+    schema = copy.deepcopy(DETECTION_SCHEMA)
+    item = schema["properties"]["disagreements"]["items"]["properties"]
+    item["pair"] = {
+        "type": "array",
+        "items": {"type": "string", "enum": sorted(speakers)},
+        "minItems": 2,
+        "maxItems": 2,
+    }
+    item["confidence"] = {"type": "number", "minimum": 0, "maximum": 1}
+    return schema
 
 
 def read_detections(
