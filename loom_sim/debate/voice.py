@@ -29,7 +29,7 @@ class VoiceProfile(Strict):
         description="Phrases they never use; a message containing one is regenerated.",
     )
     voice_examples: list[VoiceExample] = Field(
-        default_factory=list, max_length=3, description="Two or three examples (few-shot)."
+        min_length=2, max_length=3, description="Two or three examples (few-shot)."
     )
 
 
@@ -38,4 +38,8 @@ GENERIC_VOICE = VoiceProfile(
     chat_style_hint="Be direct and specific. No hedging.",
     speech_patterns=["Lead with the claim, then the reason."],
     forbidden_phrases=["Great question", "As a large language model"],
+    voice_examples=[
+        VoiceExample(context="It will probably work out.", response="Which part, and by when?"),
+        VoiceExample(context="Everyone agrees on this.", response="I don't, and here is why."),
+    ],
 )
