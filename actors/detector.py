@@ -33,6 +33,7 @@ from loom_sim.debate.detection import (
     detection_schema,
     read_detections,
     read_exit,
+    without_last,
 )
 from loom_sim.debate.opposition import Claim, Similarity, signals_for, strongest
 from loom_sim.debate.prompts import Said
@@ -162,6 +163,7 @@ class DetectorActor(Actor):
             partial(read_detections, speakers=self._setup.names, spoke=spoke),
             key=("detect", request.round),
             attempts=self._detection.attempts,
+            complete_part=without_last,
         )
         found = corroborate(answer.value or [], best, self._detection.corroborate)
         return Detection(
@@ -240,6 +242,7 @@ class DetectorActor(Actor):
         *,
         key: tuple[str, int],
         attempts: int,
+        complete_part: Callable[[Any], Any] | None = None,
     ):
         settings = self._setup.roles[role]
         return await ask_json(
@@ -255,4 +258,5 @@ class DetectorActor(Actor):
             max_tokens=settings.max_tokens,
             temperature=settings.temperature,
             feedback=True,
+            complete_part=complete_part,
         )

@@ -105,3 +105,33 @@ async def test_no_usable_answer_is_a_failure_with_every_reason():
     )
     assert not answer.ok and answer.value is None and len(answer.problems) == 2
     assert "replied with none that could be read" in answer.error
+
+
+async def test_a_cut_off_list_keeps_its_complete_findings_and_drops_the_half_written_one():
+    cut = '{"found": [{"a": 1, "b": 2}, {"a": 3, "b": 4}, {"a": 5'
+
+    def complete(value):
+        if any(set(item) != {"a", "b"} for item in value["found"]):
+            raise ValueError("every finding needs a and b")
+        return value["found"]
+
+    answer = await ask_json(
+        ScriptedClient("scripted/t", responses=[cut]),
+        [ChatMessage("user", "u")],
+        schema={"type": "object"},
+        validate=complete,
+        seed=lambda n: n,
+        complete_part=lambda v: {**v, "found": v["found"][:-1]},
+    )
+    assert answer.ok and answer.value == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+    whole = '{"found": [{"a": 1, "b": 2}, {"a": 5}]}'  # not cut off: refused, not trimmed
+    answer = await ask_json(
+        ScriptedClient("scripted/t", responses=[whole]),
+        [ChatMessage("user", "u")],
+        schema={"type": "object"},
+        validate=complete,
+        seed=lambda n: n,
+        max_attempts=1,
+        complete_part=lambda v: {**v, "found": v["found"][:-1]},
+    )
+    assert not answer.ok and answer.error == "every finding needs a and b"

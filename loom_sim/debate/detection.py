@@ -53,6 +53,13 @@ def detection_schema(speakers: list[str]) -> dict[str, Any]:
     return schema
 
 
+def without_last(data: Any) -> Any:
+    """The answer without its last disagreement: what a reply cut off inside it still says."""
+    if isinstance(data, dict) and isinstance(data.get("disagreements"), list):
+        return {**data, "disagreements": data["disagreements"][:-1]}
+    return data
+
+
 def read_detections(
     data: Any, speakers: dict[str, str], spoke: set[str]
 ) -> list[tuple[list[str], str, float]]:

@@ -61,9 +61,15 @@ async def ask_json(
     max_tokens_cap: int = 2048,
     temperature: float = 0.0,
     feedback: bool = False,
+    complete_part: Callable[[Any], Any] | None = None,
 ) -> Answer[T]:
     """Ask ``model`` for JSON matching ``schema`` until ``validate`` accepts it; ``seed(n)`` is
-    the sampling seed of attempt ``n``."""
+    the sampling seed of attempt ``n``.
+
+    ``complete_part`` is for answers that are lists of findings: given a value read by
+    truncation repair that does not validate, it returns the value without its cut-off last
+    item (the one the token limit ended inside), which is then validated instead — the
+    complete findings are kept, the half-written one is not guessed at."""
 
     def read(text: str) -> tuple[Any, str]:
         reading = read_json(text, model=model.spec, prefer_object=True)
@@ -71,7 +77,7 @@ async def ask_json(
 
     return await _ask(
         model, messages, schema, read, validate, seed, max_attempts, max_tokens,
-        max_tokens_cap, temperature, feedback,
+        max_tokens_cap, temperature, feedback, complete_part,
     )  # fmt: skip
 
 
@@ -90,7 +96,7 @@ async def ask_text(
     """The same loop for prose: ``validate`` reads the reply's text (stripped)."""
     return await _ask(
         model, messages, None, lambda text: (text.strip(), "text"), validate, seed,
-        max_attempts, max_tokens, max_tokens_cap, temperature, feedback,
+        max_attempts, max_tokens, max_tokens_cap, temperature, feedback, None,
     )  # fmt: skip
 
 
@@ -106,6 +112,7 @@ async def _ask(
     max_tokens_cap: int,
     temperature: float,
     feedback: bool,
+    complete_part: Callable[[Any], Any] | None,
 ) -> Answer[T]:
     usage = Usage()
     raw = ""
@@ -131,7 +138,12 @@ async def _ask(
         cut_off = response.finish_reason == "length"
         try:
             parsed, how = read(raw)
-            value = validate(parsed)
+            try:
+                value = validate(parsed)
+            except (BadModelReply, ValueError):
+                if complete_part is None or how != "truncation":
+                    raise
+                value = validate(complete_part(parsed))
         except (BadModelReply, ValueError) as err:
             problem = str(err)
             problems.append(problem)
