@@ -39,7 +39,7 @@ from loom_sim.debate.opposition import Claim, Similarity, signals_for, strongest
 from loom_sim.debate.prompts import Said
 from loom_sim.debate.roles import RoleModel
 from loom_sim.debate.settings import DebateSettings
-from loom_sim.judging.structured import Validator, ask_json
+from loom_sim.judging.structured import Answer, Validator, ask_json
 from loom_sim.messages import (
     Body,
     CardAnswer,
@@ -148,9 +148,9 @@ class DetectorActor(Actor):
         best = strongest(in_window)
         signals = sorted(best.values(), key=lambda s: s.pair)
         gate = max((s.opposition for s in signals), default=0.0)
-        base = {"window": [line.id for line in window], "signals": signals, "gate": gate}
+        read = [line.id for line in window]
         if gate < self._detection.gate:
-            return Detection(**base, asked=False)
+            return Detection(window=read, signals=signals, gate=gate, asked=False)
         spoke = {line.speaker for line in window}
         people = [(pid, name) for pid, name in self._setup.names.items() if pid in spoke]
         nonce = self._nonce("detect", request.round)
@@ -167,7 +167,9 @@ class DetectorActor(Actor):
         )
         found = corroborate(answer.value or [], best, self._detection.corroborate)
         return Detection(
-            **base,
+            window=read,
+            signals=signals,
+            gate=gate,
             asked=True,
             found=found,
             attempts=answer.attempts,
@@ -243,7 +245,7 @@ class DetectorActor(Actor):
         key: tuple[str, int],
         attempts: int,
         complete_part: Callable[[Any], Any] | None = None,
-    ):
+    ) -> Answer[Any]:
         settings = self._setup.roles[role]
         return await ask_json(
             self._model(role),

@@ -32,7 +32,9 @@ class Trigger(StrEnum):
     FAIL = "fail"
 
 
-def _t(trigger: Trigger, source: str | tuple[str, ...], dest: str, when: str = "") -> Transition:
+def _t(
+    trigger: Trigger, source: str | tuple[str, ...], dest: str, when: str = ""
+) -> Transition[Trigger]:
     return Transition(trigger, (source,) if isinstance(source, str) else source, dest, when)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import trio
@@ -162,7 +163,7 @@ def debate(
     resume: Path | None,
     base_url: str | None,
     timeout: float,
-    **defining,
+    **defining: Any,
 ) -> None:
     """A group debate among a deck's personas, streamed live: who speaks, with what intent,
     the crux rooms that open and the cards they produce. DECK is a file or a shipped deck's

@@ -45,7 +45,7 @@ from loom_sim.debate.roles import ModelAllocation
 from loom_sim.debate.voice import VoiceProfile
 from loom_sim.errors import LoomError
 from loom_sim.judging.fence import fence_lines, markers
-from loom_sim.judging.structured import Answer, ask_json, ask_text
+from loom_sim.judging.structured import Answer, Validator, ask_json, ask_text
 from loom_sim.models.base import ChatMessage, ModelClient
 from loom_sim.seeds import derive_seed
 from loom_sim.store.artifacts import write_json
@@ -246,13 +246,14 @@ class Builder:
                 render("build_anchors", most=settings.max_anchor_excerpts, **common),
                 _ANCHORS, lambda v: _anchors(v, excerpts, settings.max_anchor_excerpts),
             )  # fmt: skip
-        if not answer.ok:
+        if not answer.ok or answer.value is None:
             raise BuildFailed(
                 f"{persona.id}: step {n + 1} of 9 ({name}) got no usable answer after "
                 f"{answer.attempts} tries ({answer.error}); the steps before it are saved: "
                 "run the same command again to continue"
             )
-        value, rejected = (answer.value, []) if name != "anchors" else answer.value
+        # the anchors' validator answers (kept, rejected); every other step, its value
+        value, rejected = answer.value if name == "anchors" else (answer.value, [])
         return Step(
             value=value,
             attempts=answer.attempts,
@@ -274,7 +275,16 @@ class Builder:
         )
         return [ChatMessage("system", system), ChatMessage("user", user)]
 
-    async def _json(self, role, persona, nonce, n, user, schema, validate) -> Answer[Any]:
+    async def _json(
+        self,
+        role: str,
+        persona: BuildPersona,
+        nonce: str,
+        n: int,
+        user: str,
+        schema: dict[str, Any],
+        validate: Validator[Any],
+    ) -> Answer[Any]:
         model = self.config.models.resolve(role)
         self.calls += 1
         return await ask_json(
@@ -289,7 +299,9 @@ class Builder:
             feedback=True,
         )
 
-    async def _text(self, role, persona, nonce, n, user) -> Answer[Any]:
+    async def _text(
+        self, role: str, persona: BuildPersona, nonce: str, n: int, user: str
+    ) -> Answer[Any]:
         model = self.config.models.resolve(role)
         self.calls += 1
         return await ask_text(

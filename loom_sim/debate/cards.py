@@ -172,7 +172,7 @@ def _cites(
     return reasons
 
 
-def _pydantic_reason(error: dict[str, Any]) -> str:
+def _pydantic_reason(error: Any) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "the card"
     message = error["msg"]
     if error["type"] == "missing":

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from loom_sim.config.errors import Loc
 from loom_sim.config.loader import field_errors, load_document
 from loom_sim.debate.cards import DisagreementType
 from loom_sim.debate.contract import PersonaContract, Prose, Strict, check_id
@@ -26,7 +27,7 @@ from loom_sim.debate.settings import DebateSettings
 from loom_sim.debate.voice import GENERIC_VOICE, VoiceProfile
 from loom_sim.errors import LoomError
 
-DECK_FORMAT = 1
+DECK_FORMAT: Literal[1] = 1
 
 
 class PersonaEntry(Strict):
@@ -98,16 +99,16 @@ class Deck(Strict):
 
     @model_validator(mode="after")
     def _references(self) -> Deck:
-        issues = []
+        issues: list[tuple[Loc, str]] = []
         ids = [p.id for p in self.personas]
         for index, persona in enumerate(self.personas):
             if ids.index(persona.id) != index:
                 issues.append((("personas", index, "id"), f"a second persona is {persona.id!r}"))
         for index, crux in enumerate(self.planted or []):
-            for side, persona in enumerate(crux.pair):
-                if persona not in ids:
+            for side, named in enumerate(crux.pair):
+                if named not in ids:
                     issues.append(
-                        (("planted", index, "pair", side), f"no persona {persona!r} in this deck")
+                        (("planted", index, "pair", side), f"no persona {named!r} in this deck")
                     )
             if crux.pair[0] == crux.pair[1]:
                 issues.append((("planted", index, "pair"), "a crux needs two different personas"))

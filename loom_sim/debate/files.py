@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from loom_sim.debate.cards import CardFile
+from loom_sim.debate.cards import CardFile, CardRecord, RejectedCard
 from loom_sim.debate.records import ChatTurn, DetectionRound, RoomLine, RoomMessage
 from loom_sim.errors import LoomError
 from loom_sim.messages import Line
@@ -193,7 +193,8 @@ def tally(files: DebateFiles) -> Summary:
                 charge(line.kind, line.usage)
             elif isinstance(line, ExitCheck):
                 charge("exit_check", line.usage)
-    for outcome in [*cards.cards, *cards.rejected]:
+    outcomes: list[CardRecord | RejectedCard] = [*cards.cards, *cards.rejected]
+    for outcome in outcomes:
         charge("card", outcome.usage)
     said = sum(1 for t in turns if t.said)
     return Summary(

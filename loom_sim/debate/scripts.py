@@ -21,6 +21,7 @@ import random
 import re
 from collections import Counter
 from itertools import combinations, pairwise
+from typing import Any
 
 from loom_sim.models.base import ModelRequest
 from loom_sim.models.scripted import script
@@ -167,7 +168,7 @@ def crux_detector(request: ModelRequest) -> str:
     by: dict[str, list[dict[str, str]]] = {}
     for line in lines:
         by.setdefault(line["pid"], []).append(line)
-    found = []
+    found: list[dict[str, Any]] = []
     for a, b in combinations(sorted(by), 2):
         best = (0.0, "")
         for x in by[a]:

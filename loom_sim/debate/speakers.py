@@ -156,8 +156,8 @@ def choose(policy: SpeakerPolicy, floor: Floor, seed: int, turn: int) -> tuple[s
             persona = max(starved, key=lambda p: (waited[p], -floor.personas.index(p)))
             return persona, f"silent for {waited[persona]} turns"
     if policy.order == "addressed":
-        persona, how = floor.addressed()
-        if persona is not None and persona in allowed:
-            return persona, f"addressed ({how})"
+        named, how = floor.addressed()
+        if named is not None and named in allowed:
+            return named, f"addressed ({how})"
         return ORDERS[policy.fallback](floor, allowed, rng), f"{policy.fallback} (nobody addressed)"
     return ORDERS[policy.order](floor, allowed, rng), policy.order

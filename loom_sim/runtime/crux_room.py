@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from loom_sim.actors.base import Post
 from loom_sim.debate.cards import CardRecord, RejectedCard
-from loom_sim.debate.checks import check_message
+from loom_sim.debate.checks import Shape, check_message
 from loom_sim.debate.files import DebateFiles
 from loom_sim.debate.records import ExitCheck, RoomLine, RoomMessage, RoomStart, room_message_id
 from loom_sim.debate.settings import DebateSettings
@@ -195,7 +195,7 @@ class CruxRoom:
 
     # ─── helpers ────────────────────────────────────────────────────────────
 
-    async def _speak(self, kind: str, shape) -> Outcome:
+    async def _speak(self, kind: str, shape: Shape) -> Outcome:
         n = len(self._messages)
         speaker = self.start.pair[n % 2]
         opponent = self.start.pair[(n + 1) % 2]

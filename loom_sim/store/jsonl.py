@@ -9,7 +9,7 @@ does not decode anywhere but at the end is not ours to continue, and says where 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import BinaryIO, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
@@ -23,7 +23,8 @@ _ENCODER = msgspec.json.Encoder()
 class JsonLines(Generic[T]):
     """``path`` as a log of ``kind`` records (a msgspec Struct, or a union of tagged ones)."""
 
-    def __init__(self, path: Path, kind: type[T], what: str = "record"):
+    def __init__(self, path: Path, kind: Any, what: str = "record"):
+        # ``kind`` is a Struct type or a union of tagged ones (which is not a ``type[T]``)
         self.path = path
         self._decoder = msgspec.json.Decoder(kind)
         self._what = what
