@@ -3,9 +3,12 @@ entry point ``builtin`` names it). A new kind is a new module here plus one impo
 
 from loom_sim.actors import (
     adversary,
+    debater,
+    detector,
     evaluator,
     interlocutor,
     judge,
+    moderator,
     monitor,
     persona,
     reflector,
@@ -15,9 +18,12 @@ from loom_sim.actors import (
 
 __all__ = [
     "adversary",
+    "debater",
+    "detector",
     "evaluator",
     "interlocutor",
     "judge",
+    "moderator",
     "monitor",
     "persona",
     "reflector",

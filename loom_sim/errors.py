@@ -12,3 +12,12 @@ class LoomError(Exception):
     """An error the user can act on. ``str(err)`` is the complete message shown to them."""
 
     exit_code: int = 1
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a record: a user-facing error as it is, anything else with its type (an
+    exception group, each of its errors)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(e) for e in exc.exceptions)
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, LoomError) else f"{type(exc).__name__}: {text}"

@@ -22,6 +22,7 @@ KINDS = {
     "probes": "probe config",
     "scripted": "script",
     "packs": "scenario pack",
+    "decks": "deck",
 }
 SUFFIXES = (".yaml", ".json")
 

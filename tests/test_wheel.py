@@ -122,6 +122,14 @@ def test_every_feature_runs_from_the_wheel(installed, tmp_path):
     summary = json.loads((tmp_path / "probe" / "summary.json").read_text())
     assert set(summary["modes"]) == {"static", "adaptive", "bandit"}
 
+    debate = loom(
+        installed, tmp_path, "debate", "planted_claim", "--seed", "2", "--similarity", "tfidf",
+        "-o", "debate",
+    )  # fmt: skip
+    assert debate.returncode == 0, debate.stderr
+    assert json.loads((tmp_path / "debate" / "cards.json").read_text())["cards"]
+    assert "card-1" in (tmp_path / "debate" / "report.html").read_text()
+
 
 def test_the_embedded_model_runs_from_the_wheel(installed, tmp_path):
     run = loom(

@@ -149,6 +149,13 @@ COMMANDS: dict[str, Command] = {
         "studio",
         "loom-sim's demo image studio, an interactive chat program (--help for its options).",
     ),
+    "debate": Command(
+        "debate",
+        "debate",
+        "A group debate among a deck's personas, streamed live: who speaks, with what intent, "
+        "the crux rooms that open and the cards they produce.",
+    ),
+    "contracts": Command("debate", "contracts", "Persona contracts for debates."),
 }
 
 

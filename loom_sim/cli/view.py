@@ -348,10 +348,16 @@ def render_header(
 def view(path: Path, turns_: str | None) -> None:
     """Read a rollout turn by turn: prompts injected, drafts rejected, replies, monitor
     events and scores. TRANSCRIPT is a transcript.json or a rollout directory (or a harness
-    session's folder: actions, replies, reflections and progress)."""
+    session's folder: actions, replies, reflections and progress; or a debate directory: its
+    thread, rooms and cards)."""
     from loom_sim.cli import harness_view
 
     window = parse_turns(turns_)
+    if (path / "debate.json").is_file():
+        from loom_sim.cli.debate_view import show_debate
+
+        show_debate(path, window)
+        return
     session = harness_view.find_session(path)  # a harness session reads differently
     if session is not None:
         body = harness_view.render(session, window)

@@ -81,7 +81,7 @@ def load_document(
     """Load a YAML file validated by ``model`` (an adversary or probe config); raise
     :class:`ConfigError` with every problem located as ``file:line:col``. ``what`` names the
     kind of file in the top-level message ("an adversary config"); ``context`` reaches the
-    model's validators (a scenario pack's folder, to check the files it names)."""
+    model's validators (a scenario pack's or a deck's folder, to check the files it names)."""
     path = Path(path)
     return parse_document(read_text(path), str(path), model, what, context)
 

@@ -69,6 +69,13 @@ def fence(window: list[WindowTurn], nonce: str, material: Mapping[str, str] | No
     return "\n".join(lines)
 
 
+def fence_lines(lines: list[str], nonce: str) -> str:
+    """Any transcript lines (a group chat's, a crux room's, a corpus's) as fenced data, each
+    encoded as :func:`fence` encodes a message."""
+    begin, end = markers(nonce)
+    return "\n".join([begin, *(encode(line) for line in lines), end])
+
+
 def unfence(text: str, nonce: str) -> tuple[list[WindowTurn], dict[str, str]]:
     """What :func:`fence` fenced, read back from ``text`` (a judge prompt holding it)."""
     entries = _block(text, nonce, TRANSCRIPT)

@@ -9,13 +9,12 @@ this over its inbox; nothing else builds judge prompts.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from loom_sim.judging.fence import MATERIAL, fence, markers
 from loom_sim.judging.prompts import render
+from loom_sim.judging.structured import ask_json, require_keys
 from loom_sim.messages import Judge, Judgement
-from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest, Usage
-from loom_sim.models.json_repair import parse_json
+from loom_sim.models.base import ChatMessage, ModelClient
 from loom_sim.seeds import SeedSource
 
 
@@ -35,34 +34,24 @@ async def judge(
     )
     fenced = fence(request.window, nonce, request.material)
     user = render("judge_user", rubric=request.rubric, transcript=fenced)
-    usage = Usage()
-    raw = ""
-    error = "no attempt made"
-    for attempt in range(max_attempts):
-        response = await model.complete(
-            ModelRequest(
-                messages=[ChatMessage("system", system), ChatMessage("user", user)],
-                max_tokens=max_tokens,
-                temperature=0.0,
-                seed=seeds.for_call(f"judge:{request.rubric_id}", request.turn, attempt),
-                json_schema=request.schema,
-            )
+    answer = await ask_json(
+        model,
+        [ChatMessage("system", system), ChatMessage("user", user)],
+        schema=request.schema,
+        validate=require_keys(request.schema),
+        seed=lambda attempt: seeds.for_call(f"judge:{request.rubric_id}", request.turn, attempt),
+        max_attempts=max_attempts,
+        max_tokens=max_tokens,
+        temperature=0.0,
+    )
+    if answer.ok:
+        return Judgement(
+            ok=True,
+            parsed=answer.value,
+            raw=answer.raw,
+            attempts=answer.attempts,
+            usage=answer.usage,
         )
-        usage = usage + response.usage
-        raw = response.text
-        try:
-            parsed = response.parsed if response.parsed is not None else parse_json(raw)
-            _check_required(parsed, request.schema)
-        except BadModelReply as err:
-            error = str(err)
-            continue
-        return Judgement(ok=True, parsed=parsed, raw=raw, attempts=attempt + 1, usage=usage)
-    return Judgement(ok=False, raw=raw, error=error, attempts=max_attempts, usage=usage)
-
-
-def _check_required(parsed: Any, schema: dict[str, Any]) -> None:
-    if not isinstance(parsed, dict):
-        raise BadModelReply(f"judge answered {type(parsed).__name__}, not a JSON object")
-    missing = [key for key in schema.get("required", ()) if key not in parsed]
-    if missing:
-        raise BadModelReply(f"judge answer lacks {', '.join(missing)}")
+    return Judgement(
+        ok=False, raw=answer.raw, error=answer.error, attempts=answer.attempts, usage=answer.usage
+    )

@@ -19,6 +19,12 @@ object anyway, so every provider's reply goes through :func:`parse_json`, which 
 
 Nothing else is guessed (no single quotes, no comments, no ``True``/``None``): a reply that is
 not JSON by any of these readings raises :class:`BadModelReply` with a short excerpt.
+
+:func:`read_json` also says *which* reading worked. A caller that asked for a schema needs it:
+a value read by truncation repair from a reply that hit its token limit may be missing its last
+members or end in a cut-off string, so the structured call
+(:mod:`loom_sim.judging.structured`) accepts it only if it still validates, and otherwise asks
+again with more room instead of trusting the repaired prefix.
 """
 
 from __future__ import annotations
@@ -27,11 +33,11 @@ import itertools
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from loom_sim.models.base import BadModelReply
 
-__all__ = ["parse_for_schema", "parse_json"]
+__all__ = ["JsonReading", "parse_for_schema", "parse_json", "read_json"]
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.S)
 _OPEN = {"{": "}", "[": "]"}
@@ -43,6 +49,17 @@ _EXCERPT = 80
 
 class _NoParse(Exception):
     pass
+
+
+Reading = Literal["whole", "fence", "balanced", "truncation"]
+
+
+class JsonReading(NamedTuple):
+    """A value read from a reply, and how: the whole text, a fenced block, a balanced span,
+    or a span cut off mid-way and closed by truncation repair."""
+
+    value: Any
+    how: Reading
 
 
 def _loads(text: str) -> Any:
@@ -153,7 +170,7 @@ def _repair_truncated(span: str, stack: list[str], in_string: bool) -> Any:
 _VALUE_START = frozenset('"{[-0123456789tfn]')
 
 
-def _candidate(text: str, start: int) -> Any:
+def _candidate(text: str, start: int) -> JsonReading:
     """The JSON value starting at the bracket at ``start``; ``_NoParse`` if there is none.
 
     A span that closes is parsed as is, then without trailing commas. A span that runs off
@@ -166,21 +183,22 @@ def _candidate(text: str, start: int) -> Any:
     if not stack:
         span = text[start:end]
         try:
-            return _loads(span)
+            return JsonReading(_loads(span), "balanced")
         except _NoParse:
-            return _loads(_strip_trailing_commas(span))
+            return JsonReading(_loads(_strip_trailing_commas(span)), "balanced")
     # Only a bracket that really opens JSON counts: "I think {maybe" is prose, not a value.
     first = text[start + 1 :].lstrip()[:1]
     if first and first not in ('"}' if text[start] == "{" else _VALUE_START):
         raise _NoParse
     try:
-        return _repair_truncated(text[start:], stack, in_string)
+        return JsonReading(_repair_truncated(text[start:], stack, in_string), "truncation")
     except _NoParse:
         pass
     # Cut back to the last complete member, innermost first, until something parses.
     for index, opened in reversed(cuts[-_MAX_CUTS:]):
         try:
-            return _loads(_strip_trailing_commas(text[start:index].rstrip() + _close(opened)))
+            prefix = text[start:index].rstrip() + _close(opened)
+            return JsonReading(_loads(_strip_trailing_commas(prefix)), "truncation")
         except _NoParse:
             continue
     raise _NoParse
@@ -200,16 +218,21 @@ def parse_json(text: str, *, model: str | None = None, prefer_object: bool = Fal
     Raises :class:`BadModelReply` (naming ``model`` when given) when no reading parses;
     never any other exception.
     """
+    return read_json(text, model=model, prefer_object=prefer_object).value
+
+
+def read_json(text: str, *, model: str | None = None, prefer_object: bool = False) -> JsonReading:
+    """:func:`parse_json`, saying which reading found the value (see the module docstring)."""
     if not isinstance(text, str):
         raise BadModelReply(f"{model or 'the model'} returned no text where JSON was expected.")
     stripped = text.strip()
     try:
-        return _loads(stripped)
+        return JsonReading(_loads(stripped), "whole")
     except _NoParse:
         pass
     for fenced in _FENCE.findall(stripped):
         try:
-            return _loads(fenced.strip())
+            return JsonReading(_loads(fenced.strip()), "fence")
         except _NoParse:
             pass
     pattern = r"\{" if prefer_object else r"[\[{]"

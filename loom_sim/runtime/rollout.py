@@ -25,7 +25,7 @@ from loom_sim.assembler import Assembler, InjectionKind
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.assembler.revelations import revealed_in
 from loom_sim.config.spec import LoomConfig, OpenerRole, TriggerEnd
-from loom_sim.errors import LoomError
+from loom_sim.errors import LoomError, describe
 from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
 from loom_sim.machines.engine import Handler, Machine, drive
 from loom_sim.machines.rollout import ROLLOUT, Trigger
@@ -151,7 +151,7 @@ class Rollout:
                 finally:
                     nursery.cancel_scope.cancel()  # the actors' work ends with the rollout's
         except Exception as exc:  # an actor, a model call or the disk failed for good
-            error = _describe(exc)
+            error = describe(exc)
             if not self._machine.done:
                 self._machine.fire(Trigger.FAIL)
         finally:
@@ -460,11 +460,3 @@ def _closing(tracer: TraceRecorder | None) -> str | None:
     except LoomError as err:
         return str(err)
     return None
-
-
-def _describe(exc: BaseException) -> str:
-    """One line for the transcript: a user-facing error as it is, anything else with its type."""
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, LoomError) else f"{type(exc).__name__}: {text}"

@@ -10,6 +10,8 @@ A line in the middle that does not decode is not a tear: something else damaged 
 reader stops there, naming the file and the line and saying what to do; it never drops the
 valid lines after it, and it changes nothing (a resumed run would otherwise redo, and so
 silently rewrite, every turn after the damage).
+
+:class:`JsonLines` is that file for any record type (the debate's logs, a harness session's).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
@@ -179,3 +181,50 @@ def append(file: BinaryIO, path: Path, data: bytes) -> None:
     with writing(path):
         file.write(data)
         file.flush()
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+class JsonLines(Generic[T]):
+    """``path`` as an append-only log of ``kind`` records (a msgspec Struct, or a union of
+    tagged ones), read and repaired by the rules above."""
+
+    def __init__(self, path: Path, kind: Any, what: str = "record"):
+        # ``kind`` is a Struct type or a union of tagged ones (which is not a ``type[T]``)
+        self.path = path
+        self._decoder = msgspec.json.Decoder(kind)
+        self._what = what
+        self._file: BinaryIO | None = None
+
+    def append(self, record: T) -> None:
+        if self._file is None:
+            self._file = open_for_append(self.path)
+        append(self._file, self.path, _ENCODER.encode(record) + b"\n")
+
+    def close(self) -> None:
+        if self._file is not None:
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError:  # a failed flush was reported by append
+                pass
+
+    def load(self) -> list[T]:
+        """Every complete record; a torn last line is cut off the file, so appending resumes
+        on a clean line. A damaged line in the middle is a :class:`DamagedFile` naming it."""
+        if not self.path.exists():
+            return []
+        article = "an" if self._what[:1] in "aeiou" else "a"
+
+        def advice(line: int, after: int) -> str:
+            return (
+                f"{after} valid line{'s' if after != 1 else ''} follow it, so it is damage, "
+                "not a torn last line; nothing was changed: repair or remove that line"
+            )
+
+        records, good = read_records(
+            self.path, self._decoder.decode, what=f"{article} {self._what}", advice=advice
+        )
+        cut_torn_tail(self.path, good)
+        return records

@@ -159,6 +159,22 @@ def summarize(envelope: Envelope, width: int = 90) -> str:
             text = f"progress {body.progress}: " + ", ".join(
                 f"{r.id}={r.met}" for r in body.results
             )
+        case m.Compose():
+            why = f", redraft: {'; '.join(body.redraft)}" if body.redraft else ""
+            text = f"{body.kind} {body.intent} attempt {body.attempt}{why}"
+        case m.Assignment():
+            text = f"{body.speaker} {body.kind} {body.intent} ({body.chosen})"
+        case m.Posted():
+            text = f"{body.line.id}: {body.line.text}"
+        case m.Detection():
+            found = ", ".join(f"{'/'.join(d.pair)} {d.confidence:.2f}" for d in body.found)
+            text = f"gate {body.gate:.2f}, " + (
+                f"asked: {found or 'none'}" if body.asked else "not asked"
+            )
+        case m.ExitVerdict():
+            text = f"surfaced ({body.how})" if body.surfaced else body.error or "not surfaced"
+        case m.CardAnswer():
+            text = "card" if body.ok else "no card: " + "; ".join(body.problems[-1:])
         case _:
             text = type(body).__name__
     text = " ".join(text.split())

@@ -1,0 +1,147 @@
+"""Planning a debate: the deck and the command line, resolved once into ``debate.json``.
+
+A debate is planned before anything runs: the deck validated, the personas chosen, the
+settings overridden from the command line, every model spec checked (shape, provider, script
+or file, key), the seed fixed. The plan is written atomically; ``--resume`` reads it back and
+never re-reads the deck, so a resumed debate continues with the people and settings it began
+with even if the deck file changed since.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from loom_sim import __version__
+from loom_sim.debate.deck import DECK_FORMAT, Deck, PersonaEntry, deck_hash, load_deck
+from loom_sim.debate.files import DebateFiles, DebateRecord
+from loom_sim.debate.prompts import DEBATE_TEMPLATE_VERSION
+from loom_sim.debate.roles import ROLES, RoleModel
+from loom_sim.debate.settings import DebateSettings
+from loom_sim.errors import LoomError
+from loom_sim.models.hub import ModelHub
+from loom_sim.store.artifacts import unique_dir
+
+#: The roles a debate calls (the builder's are the contract builder's).
+DEBATE_ROLES = tuple(r for r in ROLES if r not in ("relevance", "contract"))
+
+
+@dataclass(frozen=True)
+class DebateOptions:
+    topic: str | None = None
+    personas: list[str] | None = None
+    messages: int | None = None
+    seed: int | None = None
+    models: dict[str, str] = field(default_factory=dict)  # --model NAME=SPEC
+    policy: str | None = None  # --policy: a speaker order
+    similarity: str | None = None
+    output: Path | None = None
+    base_url: str | None = None
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class DebatePlan:
+    files: DebateFiles
+    record: DebateRecord
+    deck: Deck
+
+    @property
+    def settings(self) -> DebateSettings:
+        return self.deck.debate
+
+    @property
+    def personas(self) -> list[PersonaEntry]:
+        return [self.deck.persona(p) for p in self.record.personas]
+
+    @property
+    def names(self) -> dict[str, str]:
+        return {p.id: p.name for p in self.personas}
+
+    @property
+    def roles(self) -> dict[str, RoleModel]:
+        return {role: RoleModel(role, **m) for role, m in self.record.models.items()}
+
+
+def _settings(deck: Deck, options: DebateOptions) -> DebateSettings:
+    data: dict[str, Any] = deck.debate.model_dump(mode="json")
+    if options.messages is not None:
+        data["messages"] = options.messages
+    if options.policy is not None:
+        data["speakers"]["order"] = options.policy
+    if options.similarity is not None:
+        data["detection"]["similarity"] = options.similarity
+    try:
+        settings = DebateSettings.model_validate(data)
+        models = settings.models.overridden(options.models)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise LoomError(f"{where}: {first['msg']}") from None
+    except ValueError as err:
+        raise LoomError(str(err)) from None
+    return settings.model_copy(update={"models": models})
+
+
+def plan_debate(deck_path: Path, options: DebateOptions, argv: list[str]) -> DebatePlan:
+    deck = load_deck(deck_path)
+    cast = deck.cast(options.personas)
+    settings = _settings(deck, options)
+    topic = " ".join((options.topic or deck.topic).split())
+    if not topic:
+        raise LoomError("--topic is empty")
+    deck = deck.model_copy(update={"debate": settings, "topic": topic})
+    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = options.output or unique_dir(Path("results") / f"debate-{deck.id}-{stamp}")
+    files = DebateFiles(folder)
+    if files.plan.exists():
+        raise LoomError(
+            f"{folder} already holds a debate; continue it with: loom-sim debate --resume {folder}"
+        )
+    table = settings.models.table()
+    record = DebateRecord(
+        deck=deck.model_dump(mode="json"),
+        deck_source=str(deck_path),
+        deck_hash=deck_hash(deck),
+        topic=topic,
+        personas=[p.id for p in cast],
+        seed=seed,
+        models={
+            role: {"spec": m.spec, "temperature": m.temperature, "max_tokens": m.max_tokens}
+            for role, m in table.items()
+            if role in DEBATE_ROLES
+        },
+        versions={
+            "loom_sim": __version__,
+            "debate_templates": DEBATE_TEMPLATE_VERSION,
+            "deck_format": str(DECK_FORMAT),
+        },
+        command=list(argv),
+        base_url=options.base_url,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    return DebatePlan(files, record, deck)
+
+
+def plan_resume(folder: Path) -> DebatePlan:
+    files = DebateFiles(folder)
+    record = files.read_plan()
+    try:
+        deck = Deck.model_validate(record.deck)
+    except ValidationError as err:
+        raise LoomError(f"{files.plan}: the recorded deck no longer validates ({err})") from None
+    return DebatePlan(files, record, deck)
+
+
+def make_hub(plan: DebatePlan, timeout_s: float = 120.0) -> ModelHub:
+    """The debate's model hub, every spec checked before the first call."""
+    hub = ModelHub(base_url=plan.record.base_url, timeout_s=timeout_s)
+    for model in plan.record.models.values():
+        hub.check(model["spec"])
+    return hub
