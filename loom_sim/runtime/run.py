@@ -33,6 +33,7 @@ from loom_sim.plugins.actors import ACTORS, Responder, adversaries
 from loom_sim.runtime.budget import RunBudget
 from loom_sim.runtime.progress import ProgressSink
 from loom_sim.runtime.rollout import Cast, ModelSource, Rollout, RolloutSpec
+from loom_sim.runtime.startup import run_services
 from loom_sim.store.artifacts import RolloutFiles, config_hash, new_run_dir, rollout_dir, write_json
 from loom_sim.store.records import Transcript
 from loom_sim.store.run_file import RUN_FILE, Budgets, PriceRecord, RunRecord, read_run
@@ -324,10 +325,13 @@ async def execute(
             results[index] = finished
             return
         async with limiter:
-            results[index] = await Rollout(spec, source, budget, progress).run()
+            results[index] = await Rollout(spec, source, budget, progress, embedder=shared).run()
 
     try:
-        async with trio.open_nursery() as nursery:
+        async with (
+            run_services([plan.config], hub, {} if models else record.models) as shared,
+            trio.open_nursery() as nursery,
+        ):
             for index in range(record.rollouts):
                 nursery.start_soon(one, index, name=f"rollout_{index:03d}")
     finally:

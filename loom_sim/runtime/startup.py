@@ -1,0 +1,53 @@
+"""What a run loads before its turns need it: the embedding model and the in-process models.
+
+Loading MiniLM or a GGUF model takes a second or more. Done lazily, that second lands inside
+some rollout's turn (its first stagnation check, its first judge call), in the middle of the
+conversation's timing. So a run starts both loads at once, each in a worker thread, while its
+rollouts make their first model calls, and says once how long each took. The embedding model
+is loaded by the run's embedding service (one for all rollouts, :mod:`loom_sim.actors.embedder`),
+which this also starts and stops.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+import trio
+
+from loom_sim.actors import embedder
+from loom_sim.actors.embedder import Embedder, ServiceStats, needs_embeddings
+from loom_sim.config import LoomConfig
+from loom_sim.models.hub import ModelHub
+
+log = logging.getLogger("loom_sim.runtime")
+
+
+@asynccontextmanager
+async def run_services(
+    configs: list[LoomConfig], hub: ModelHub, models: Mapping[str, str]
+) -> AsyncIterator[Embedder | None]:
+    """The run's shared services for the body of the block: the embedding service when any
+    rollout's monitor compares embeddings (else None), and the in-process models of
+    ``models`` (role -> spec) loading in the background. Both stop when the block ends."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_preload, hub, dict(models))
+        try:
+            if any(needs_embeddings(config) for config in configs):
+                async with embedder.running(on_loaded=_said) as service:
+                    yield service
+            else:
+                yield None
+        finally:
+            nursery.cancel_scope.cancel()  # a model still loading for nothing: stop waiting
+
+
+async def _preload(hub: ModelHub, models: dict[str, str]) -> None:
+    for role, spec, seconds in await hub.preload(models):
+        log.info("loaded %s (%s) in %.1f s", spec, role, seconds)
+
+
+def _said(stats: ServiceStats) -> None:
+    if stats.backend == "embedding":
+        log.info("loaded the embedding model (all-MiniLM-L6-v2) in %.1f s", stats.load_s or 0.0)
