@@ -33,7 +33,7 @@ from loom_sim.plugins.actors import ACTORS, Responder, adversaries
 from loom_sim.runtime.budget import RunBudget
 from loom_sim.runtime.progress import ProgressSink
 from loom_sim.runtime.rollout import Cast, ModelSource, Rollout, RolloutSpec
-from loom_sim.runtime.startup import run_services
+from loom_sim.runtime.startup import rollout_models, run_services
 from loom_sim.store.artifacts import RolloutFiles, config_hash, new_run_dir, rollout_dir, write_json
 from loom_sim.store.records import Transcript
 from loom_sim.store.run_file import RUN_FILE, Budgets, PriceRecord, RunRecord, read_run
@@ -329,7 +329,7 @@ async def execute(
 
     try:
         async with (
-            run_services([plan.config], hub, {} if models else record.models) as shared,
+            run_services([plan.config], hub, {} if models else preloaded(plan)) as shared,
             trio.open_nursery() as nursery,
         ):
             for index in range(record.rollouts):
@@ -338,6 +338,11 @@ async def execute(
         with trio.CancelScope(shield=True):
             await hub.aclose()
     return [results[i] for i in sorted(results)]
+
+
+def preloaded(plan: RunPlan) -> dict[str, str]:
+    """The in-process models the run loads at start-up: those its rollouts call."""
+    return rollout_models(plan.config, plan.models, plan.record.responders)
 
 
 def redact_url(url: str | None) -> str | None:

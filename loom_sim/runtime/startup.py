@@ -19,7 +19,11 @@ import trio
 from loom_sim.actors import embedder
 from loom_sim.actors.embedder import Embedder, ServiceStats, needs_embeddings
 from loom_sim.config import LoomConfig
+from loom_sim.config.spec import TriggerEnd
 from loom_sim.models.hub import ModelHub
+from loom_sim.plugins.actors import ACTORS, Responder
+
+_NONE = Responder(model_role="")
 
 log = logging.getLogger("loom_sim.runtime")
 
@@ -41,6 +45,20 @@ async def run_services(
                 yield None
         finally:
             nursery.cancel_scope.cancel()  # a model still loading for nothing: stop waiting
+
+
+def rollout_models(
+    config: LoomConfig, models: Mapping[str, str], responders: list[str]
+) -> dict[str, str]:
+    """The models (role -> spec) a run's rollouts call: not the judge unless a phase ends on a
+    judged condition or an adversary (which asks the judge for its verdicts) answers. Loading
+    a model nobody calls would cost its memory for nothing (scoring loads its judge itself)."""
+    kinds = [ACTORS.get(name).responder or _NONE for name in responders if name in ACTORS]
+    adversary = any(kind.adversary for kind in kinds)
+    judged = adversary or any(
+        isinstance(phase.end_condition, TriggerEnd) for phase in config.trajectory.phases
+    )
+    return {role: spec for role, spec in models.items() if role != "judge" or judged}
 
 
 async def _preload(hub: ModelHub, models: dict[str, str]) -> None:
