@@ -19,7 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import trio
 
@@ -41,6 +41,9 @@ from loom_sim.plugins.actors import ACTORS
 from loom_sim.seeds import SeedSource
 from loom_sim.store.records import TurnRecord
 from loom_sim.store.trace import TraceRecorder
+
+if TYPE_CHECKING:
+    from loom_sim.actors.embedder import Embedder
 
 R = TypeVar("R", bound=Body)
 Reply = Body | Exception
@@ -73,6 +76,7 @@ class ActorContext:
     settings: Any = None  # a responder's settings, as recorded in run.json
     judge: JudgeLine | None = None  # how to ask the owner's judge actor
     max_tokens: int | None = None  # a cap on replies below the config's (scoring's Q&A)
+    embedder: Embedder | None = None  # the run's embedding service (the monitor's vectors)
 
     @property
     def past(self) -> list[Heard]:

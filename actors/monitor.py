@@ -5,26 +5,46 @@ capitulation phrases, and the stagnation and convergence checks of the candidate
 sent — a looping candidate is rejected with the emergency redirect, with the numbers that
 caused it, so the loop never reaches the interlocutor); ``Observe`` -> ``Observation`` (the
 committed exchange joins the monitor's windows).
+
+Embeddings come from the run's embedding service (``loom_sim.actors.embedder``), batched with
+the other rollouts' texts. A verdict waits for vectors only when one could fire: before
+``min_turn`` and during the cooldown nothing is embedded for the check, and a committed
+exchange is only *prefetched* (embedded when the service is free, so the turn never waits on
+it). The accepted candidate keeps the vector it was checked with.
 """
 
 from __future__ import annotations
 
 import string
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import trio
 from loom_sim.actors.base import Actor, ActorContext
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
+from loom_sim.config.spec import EmbeddingBackend as BackendName
 from loom_sim.config.spec import LoomConfig, ResistanceLevel
-from loom_sim.messages import Body, CheckCandidate, MonitorEvent, Observation, Observe, Verdict
+from loom_sim.messages import (
+    Body,
+    CheckCandidate,
+    Embed,
+    MonitorEvent,
+    Observation,
+    Observe,
+    Prefetch,
+    Verdict,
+)
 from loom_sim.monitors.capitulation import CapitulationCheck
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
 from loom_sim.plugins.actors import actor
 from loom_sim.store.records import TurnRecord
 
 if TYPE_CHECKING:
+    import numpy as np
+    from loom_sim.actors.embedder import Embedder
+
     from loom_sim.signals.stagnation import StagnationMonitor, Trigger
 
 STAGNATION_MONITORS = ("stagnation", "convergence")
@@ -44,6 +64,7 @@ class MonitorActor(Actor):
         *,
         records: list[TurnRecord] | None = None,
         turns: int | None = None,
+        embedder: Embedder | None = None,
     ):
         records = records or []
         self._config = config
@@ -68,16 +89,27 @@ class MonitorActor(Actor):
             for sent in (record.emergency, record.vary, record.pending_emergency):
                 if sent:
                     self._mark_offered(sent)
-        self._last_trigger = max(
+        last_trigger = max(
             (r.turn for r in records for e in r.monitor_events if e.monitor in STAGNATION_MONITORS),
             default=None,
         )
-        self._resume_from = [(r.turn, r.persona, r.interlocutor) for r in records]
-        self._stagnation: StagnationMonitor | None = None  # built on first use, off the loop
+        from loom_sim.signals.stagnation import StagnationMonitor  # numpy: only when running
+
+        stagnation = config.interaction.stagnation_detection
+        # Its backend is set when the first verdict needs it (the model may still be loading).
+        self._stagnation = StagnationMonitor(stagnation, last_trigger=last_trigger)
+        self._stagnation.restore([(r.turn, r.persona, r.interlocutor) for r in records])
+        # Vectors come from the embedding service when there is one and the model loaded.
+        self._embedder = embedder if stagnation.backend is BackendName.EMBEDDING else None
 
     @classmethod
     def from_context(cls, context: ActorContext) -> MonitorActor:
-        return cls(context.need_config("monitor"), records=context.records, turns=context.turns)
+        return cls(
+            context.need_config("monitor"),
+            records=context.records,
+            turns=context.turns,
+            embedder=context.embedder,
+        )
 
     async def handle(self, body: Body) -> Body | None:
         match body:
@@ -107,10 +139,10 @@ class MonitorActor(Actor):
 
     async def _redirect(self, request: CheckCandidate) -> tuple[str | None, list[MonitorEvent]]:
         """The emergency redirect, when sending this candidate would continue a loop."""
-        if not self._config.interaction.stagnation_detection.enabled:
+        monitor = self._stagnation
+        if monitor.quiet(request.turn):  # nothing can fire: no vector is needed for this check
             return None, []
-        monitor = await self._stagnation_monitor()
-        fired = await trio.to_thread.run_sync(monitor.candidate, request.turn, request.text)
+        fired = await self._verdict(monitor, request.turn, request.text)
         if not fired:
             return None, []
         emergency, topic = self._intervention(
@@ -141,25 +173,39 @@ class MonitorActor(Actor):
         self._recent.append(exchange.persona)
         self._revelations.heard(exchange.persona)
         if self._config.interaction.stagnation_detection.enabled:
-            monitor = await self._stagnation_monitor()
-            await trio.to_thread.run_sync(
-                monitor.add, exchange.turn, exchange.persona, exchange.interlocutor
-            )
+            monitor = self._stagnation
+            monitor.add(exchange.turn, exchange.persona, exchange.interlocutor)
+            if self._embedder is not None:  # embedded while the next turn talks to its models
+                lacking = monitor.missing()
+                fresh = [t for t in (exchange.persona, exchange.interlocutor) if t in lacking]
+                if fresh:
+                    self._embedder.tell(Prefetch(texts=fresh))
         return Observation()
 
-    async def _stagnation_monitor(self) -> StagnationMonitor:
-        if self._stagnation is None:
-            # Imported here, not at the top: registering the monitor kind (which validating a
-            # config does) must not load numpy and the similarity backends.
-            from loom_sim.signals.embedding import load_backend
-            from loom_sim.signals.stagnation import StagnationMonitor
+    async def _verdict(self, monitor: StagnationMonitor, turn: int, text: str) -> list[Trigger]:
+        """The stagnation and convergence triggers if ``text`` is sent at ``turn``. With the
+        embedding service, the window's missing vectors and the candidate's come in one
+        request and the comparison (a few small dot products) runs here; otherwise the
+        backend computes in a worker thread (TF-IDF fits on each comparison, ~ms)."""
+        # Imported here, not at the top: registering the monitor kind (which validating a
+        # config does) must not load numpy and the similarity backends.
+        from loom_sim.signals.embedding import TfidfBackend, load_backend
 
+        if self._embedder is not None:
+            texts = [*monitor.missing(), text]
+            got = await self._embedder.request(Embed(texts=texts))
+            if got.vectors is not None:
+                if not monitor.embeds:
+                    monitor.use(_FromService())
+                table = dict(zip(texts, got.vectors, strict=True))
+                monitor.supply(table)
+                return monitor.candidate(turn, text, table[text])
+            self._embedder = None  # the model could not be loaded: the fallback from now on
+            monitor.use(TfidfBackend())
+        if not monitor.has_backend:
             spec = self._config.interaction.stagnation_detection
-            backend = await trio.to_thread.run_sync(load_backend, spec.backend.value)
-            monitor = StagnationMonitor(spec, backend, last_trigger=self._last_trigger)
-            await trio.to_thread.run_sync(monitor.restore, self._resume_from)
-            self._stagnation = monitor
-        return self._stagnation
+            monitor.use(await trio.to_thread.run_sync(load_backend, spec.backend.value))
+        return await trio.to_thread.run_sync(monitor.candidate, turn, text)
 
     def _intervention(
         self, turn: int, phase_index: int, intensities: dict[str, float]
@@ -188,6 +234,16 @@ class MonitorActor(Actor):
             for revelation in phase.revelations:
                 if any(text in emergency for _, text in revelation.variants.available()):
                     self._revelations.mark_used(revelation.topic)
+
+
+class _FromService:
+    """The similarity backend of a monitor whose vectors the embedding service supplies:
+    named for the thresholds; asked to compute, it says what went wrong."""
+
+    name = "embedding"
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        raise RuntimeError("the monitor's vectors come from the embedding service; one is missing")
 
 
 def _pattern(trigger: Trigger) -> str:

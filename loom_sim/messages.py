@@ -514,6 +514,33 @@ class ExtractCard(Request[CardAnswer], frozen=True):
     context: list[Line] = msgspec.field(default_factory=list)
 
 
+# ─── embedding service ──────────────────────────────────────────────────────
+# One service per run embeds every rollout's texts (``loom_sim.actors.embedder``). These travel
+# on the service's own channel, never through a rollout's post: they carry vectors, which the
+# trace has no use for.
+
+
+class Embeddings(Body, frozen=True):
+    """The vectors of the texts asked for, one row each, in order (a read-only float32 array
+    of shape (n, 384)); or, when the embedding model could not be loaded, none, and the
+    backend the monitor should use instead."""
+
+    backend: str  # "embedding", or "tfidf" (the fallback: vectors is None then)
+    vectors: Any = None
+
+
+class Embed(Request[Embeddings], frozen=True):
+    """Embedding service: the vectors of ``texts`` (a verdict waits on them)."""
+
+    texts: list[str]
+
+
+class Prefetch(Tell, frozen=True):
+    """Embedding service: ``texts`` will be needed; embed them when the model is free."""
+
+    texts: list[str]
+
+
 # ─── failures ───────────────────────────────────────────────────────────────
 
 

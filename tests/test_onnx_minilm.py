@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -36,3 +38,17 @@ def test_same_vectors_as_sentence_transformers_and_a_cached_export(tmp_path, mon
     monkeypatch.setattr(onnx_minilm, "export", lambda *a: pytest.fail("exported again"))
     again = onnx_minilm.OnnxMiniLM(embedding_model_path(), MAX_SEQ_TOKENS)
     assert np.allclose(again.encode(TEXTS[:1]), got[:1], atol=1e-6)
+
+
+def test_the_fast_tokenizer_gives_the_ids_transformers_gives():
+    """The model is tokenised with the ``tokenizers`` library (importing transformers costs
+    seconds of GIL); its ids, masks and type ids must be exactly transformers' own."""
+    from transformers import AutoTokenizer
+
+    path = embedding_model_path()
+    reference = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    expected = reference(TEXTS, padding=True, truncation=True, max_length=MAX_SEQ_TOKENS)
+    fast = onnx_minilm.load_tokenizer(Path(path), MAX_SEQ_TOKENS).encode_batch(TEXTS)
+    assert [e.ids for e in fast] == expected["input_ids"]
+    assert [e.attention_mask for e in fast] == expected["attention_mask"]
+    assert [e.type_ids for e in fast] == expected["token_type_ids"]

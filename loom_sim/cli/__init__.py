@@ -12,6 +12,7 @@ a model runtime (``tests/test_cli_imports.py`` keeps it so).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 from typing import NamedTuple
@@ -255,6 +256,22 @@ def _leaves(group: BaseExceptionGroup):
 @click.version_option(package_name="loom-sim", prog_name="loom-sim")
 def cli() -> None:
     """Faithful long-horizon persona simulation with LLMs."""
+    _show_notes()
+
+
+class _Notes(logging.Handler):
+    """loom-sim's log lines (what loaded and in how long; a fallback taken) as plain lines on
+    stderr, wherever stderr is at the time (a live progress table prints them above itself)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(self.format(record), err=True)
+
+
+def _show_notes() -> None:
+    logger = logging.getLogger("loom_sim")
+    if not any(isinstance(h, _Notes) for h in logger.handlers):
+        logger.addHandler(_Notes())
+        logger.setLevel(logging.INFO)
 
 
 def main() -> None:

@@ -96,6 +96,16 @@ class CallLimiter(Protocol):
     ) -> Any: ...
 
 
+@runtime_checkable
+class Preloadable(Protocol):
+    """A client whose model takes a while to load (an in-process model): a run loads it at
+    start-up, in a worker thread, instead of inside its first call."""
+
+    async def preload(self) -> float | None:
+        """Load now if not loaded yet; the seconds it took (None: it already was)."""
+        ...
+
+
 # ─── errors ─────────────────────────────────────────────────────────────────
 
 

@@ -21,14 +21,20 @@ Keys are read from the environment only, and never appear in a repr, an error or
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
 from loom_sim.models._http import HTTPPool, check_base_url
-from loom_sim.models.base import CallLimiter, MissingAPIKey, ModelClient, ModelError
+from loom_sim.models.base import (
+    CallLimiter,
+    MissingAPIKey,
+    ModelClient,
+    ModelError,
+    Preloadable,
+)
 from loom_sim.models.cache import CachedClient, ResponseCache
 from loom_sim.models.pricing import Price, PriceTable
 from loom_sim.models.providers import PROVIDERS, ClientOptions, Provider, Sharing
@@ -213,6 +219,27 @@ class ModelHub:
             client = CachedClient(client, self.cache, base_url)
         self._clients[(spec, group, slot)] = client
         return client
+
+    async def preload(
+        self, models: Mapping[str, str] | Iterable[tuple[str, str]]
+    ) -> list[tuple[str, str, float]]:
+        """Load the in-process models of ``models`` ((role, spec) pairs, or role -> spec) now,
+        one after another in worker threads; (role, spec, seconds) for each actually loaded. A
+        model that cannot load is left to fail on its first call, where the rollout's error
+        handling is."""
+        loaded = []
+        for role, spec in models.items() if isinstance(models, Mapping) else models:
+            try:
+                if PROVIDERS.get(parse_spec(spec).provider).http:
+                    continue  # nothing to load (and no connection pool opened for it)
+                client = self.client(spec, role=role)
+                if isinstance(client, Preloadable):
+                    seconds = await client.preload()
+                    if seconds is not None:
+                        loaded.append((role, spec, seconds))
+            except ModelError:
+                continue
+        return loaded
 
     async def aclose(self) -> None:
         """Close every pool (idempotent). Clients made by this hub are unusable afterwards."""

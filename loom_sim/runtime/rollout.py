@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import trio
 
+from loom_sim.actors import embedder
 from loom_sim.actors.base import ActorContext, Post, build
+from loom_sim.actors.embedder import Embedder, needs_embeddings
 from loom_sim.assembler import Assembler, InjectionKind
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.assembler.revelations import revealed_in
@@ -98,8 +101,10 @@ class Rollout:
         budget: RunBudget,
         progress: ProgressSink,
         clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
     ):
         self.spec = spec
+        self._embedder = embedder  # the run's embedding service; None: start one if needed
         self._models = models
         self._progress = progress
         self._clock = clock
@@ -144,8 +149,8 @@ class Rollout:
             first_id = max(resumed.next_envelope_id, tracer.next_id)
             self._post = Post(spec.id, tracer, first_id=first_id)
             self._progress.rollout_started(spec.id, spec.turns, len(self._records))
-            async with trio.open_nursery() as nursery:
-                self._spawn(nursery, self._post, resumed.scaffolding)
+            async with self._embedding() as embedder, trio.open_nursery() as nursery:
+                self._spawn(nursery, self._post, resumed.scaffolding, embedder)
                 try:
                     await drive(self._machine, self._handlers())
                 finally:
@@ -177,7 +182,16 @@ class Rollout:
             "score": self._score,
         }
 
-    def _spawn(self, nursery: trio.Nursery, post: Post, scaffolding: str) -> None:
+    def _embedding(self) -> AbstractAsyncContextManager[Embedder | None]:
+        """The run's embedding service; a rollout run on its own starts its own when its
+        monitor compares embeddings."""
+        if self._embedder is not None or not needs_embeddings(self._config):
+            return nullcontext(self._embedder)
+        return embedder.running()
+
+    def _spawn(
+        self, nursery: trio.Nursery, post: Post, scaffolding: str, embedder: Embedder | None
+    ) -> None:
         spec, cast = self.spec, self.spec.cast
         conversation = self._config.conversation
         opening = (
@@ -192,6 +206,7 @@ class Rollout:
             scaffolding=scaffolding,
             records=list(self._records),
             turns=spec.turns,
+            embedder=embedder,
         )
         for part, kind in (("persona", cast.persona), ("monitor", cast.monitor)):
             post.spawn(nursery, build(kind, context), name=part)

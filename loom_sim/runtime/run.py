@@ -39,6 +39,7 @@ from loom_sim.plugins.actors import ACTORS, Responder, adversaries
 from loom_sim.runtime.budget import RunBudget
 from loom_sim.runtime.progress import ProgressSink
 from loom_sim.runtime.rollout import Cast, ModelSource, Rollout, RolloutSpec
+from loom_sim.runtime.startup import rollout_models, run_services
 from loom_sim.store.artifacts import RolloutFiles, config_hash, new_run_dir, rollout_dir, write_json
 from loom_sim.store.jsonl import writing
 from loom_sim.store.records import Transcript
@@ -457,14 +458,24 @@ async def run_cells(
         def placed(model: str, index: int, role: str):
             return source(model, position, role)
 
-        results[k] = await Rollout(spec, placed, budget, sink).run()
+        results[k] = await Rollout(spec, placed, budget, sink, embedder=shared).run()
 
     async def worker() -> None:
         for k, cell in queue:  # one iterator for every worker: the next cell in order
             await one(k, cell)
 
+    # The run's services (the embedding service, in-process models loading) start first,
+    # overlapping the first turns' network waits; every cell shares them.
+    configs = list({id(c.plan): c.plan.config for c in cells}.values())
+    preload: dict[tuple[str, str], None] = {}  # (role, spec), each once, in the cells' order
+    if models is None:
+        for plan in {id(c.plan): c.plan for c in cells}.values():
+            preload.update(dict.fromkeys(preloaded(plan).items()))
     try:
-        async with trio.open_nursery() as nursery:
+        async with (
+            run_services(configs, hub, list(preload)) as shared,
+            trio.open_nursery() as nursery,
+        ):
             for n in range(max(1, min(concurrency, len(cells)))):
                 nursery.start_soon(worker, name=f"cell worker {n}")
     finally:
@@ -488,6 +499,11 @@ class _Labelled:
 
     def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
         self._sink.rollout_ended(self._label, status, detail)
+
+
+def preloaded(plan: RunPlan) -> dict[str, str]:
+    """The in-process models the run loads at start-up: those its rollouts call."""
+    return rollout_models(plan.config, plan.models, plan.record.responders)
 
 
 def redact_url(url: str | None) -> str | None:

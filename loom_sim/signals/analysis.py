@@ -20,6 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.signals.embedding import Backend
 from loom_sim.signals.similarity import max_to_earlier, slope
@@ -130,13 +132,22 @@ def analyze(
     monitor = StagnationMonitor(spec, backend)
     loop_at, echo_at = monitor.thresholds
     persona = [p for p, _ in exchanges]
-    semantic = [1.0 - m for m in max_to_earlier(backend.vectors(persona))] if persona else []
+    table: dict[str, np.ndarray] = {}
+    if backend.name == "embedding":  # every message embedded once, in one call
+        texts = list(dict.fromkeys([*persona, *(reply for _, reply in exchanges)]))
+        table = dict(zip(texts, backend.vectors(texts), strict=True))
+        persona_vectors = np.stack([table[p] for p in persona]) if persona else None
+    else:  # TF-IDF: fitted on the persona's messages together
+        persona_vectors = backend.vectors(persona) if persona else None
+    semantic = (
+        [1.0 - m for m in max_to_earlier(persona_vectors)] if persona_vectors is not None else []
+    )
 
     seen: set[str] = set()
     interlocutor_topics = 0
     turns: list[TurnSignals] = []
     for turn, (said, reply) in enumerate(exchanges):
-        monitor.add(turn, said, reply)
+        monitor.add(turn, said, reply, (table[said], table[reply]) if table else None)
         values = monitor.current()
         words = content_words(said)
         new = {w for w in words if w not in seen}

@@ -2,9 +2,22 @@
 
 On this kind of CPU, PyTorch takes ~23 ms to embed a typical 135-token message; ONNX Runtime
 runs the identical graph (exported once from the shipped weights, float32, mean pooling and
-normalisation as sentence-transformers does them) in ~12 ms. The export takes two seconds and
-is cached under ``$LOOM_SIM_CACHE`` (default ``~/.cache/loom-sim``), keyed by the weights'
-hash, so it happens once per machine.
+normalisation as sentence-transformers does them) in ~12 ms, and less per text in batches.
+The export takes two seconds and is cached under ``$LOOM_SIM_CACHE`` (default
+``~/.cache/loom-sim``), keyed by the weights' hash, so it happens once per machine.
+
+Why batches change nothing: the graph is float32 and every position a text does not fill is
+masked, so a text's vector is the same bit for bit alone or in any batch (a test holds this).
+That is what lets the embedding service batch many rollouts' texts without a verdict
+depending on which texts happened to share a call. It is also why the model is not
+int8-quantised: ONNX Runtime's dynamic quantisation scales activations over the whole batch,
+so a text's vector would depend on its neighbours (measured: cosine down to 0.986 between the
+same text alone and batched); docs/signals.md gives the measurements.
+
+Tokenising uses the ``tokenizers`` library on the model's own ``tokenizer.json`` (the same
+ids as ``transformers.AutoTokenizer``, a test holds this): importing transformers costs
+seconds and holds the GIL, which would stall the event loop of a run that is loading the
+model while its first rollouts talk to their models.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ import numpy as np
 from loom_sim import cpu
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+BATCH = 32  # texts per ONNX call: sorted by length first, so little of a call is padding
 
 
 def cache_dir() -> Path:
@@ -81,12 +95,23 @@ def export(model_dir: Path, target: Path, max_tokens: int) -> None:
             os.unlink(tmp)
 
 
+def load_tokenizer(model_dir: Path, max_tokens: int):
+    """The model's fast tokenizer: truncation at ``max_tokens``, padding to the longest text
+    of a batch (as sentence-transformers calls it)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_tokens)
+    pad = tokenizer.token_to_id("[PAD]")
+    tokenizer.enable_padding(pad_id=0 if pad is None else pad, pad_token="[PAD]")
+    return tokenizer
+
+
 class OnnxMiniLM:
     """``encode(texts) -> unit vectors`` (n, 384), like SentenceTransformer.encode."""
 
     def __init__(self, model_dir: str | Path, max_tokens: int):
         import onnxruntime
-        from transformers import AutoTokenizer
 
         model_dir = Path(model_dir)
         self.max_tokens = max_tokens
@@ -96,22 +121,33 @@ class OnnxMiniLM:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = cpu.threads()
         options.log_severity_level = 3
+        # Idle pool threads would otherwise spin for a while after every call, taking the CPU
+        # the event loop (and the model servers) need between batches.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(onnx_path), options, providers=["CPUExecutionProvider"]
         )
-        self._tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+        self._tokenizer = load_tokenizer(model_dir, max_tokens)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        batch = self._tokenizer(
-            list(texts),
-            return_tensors="np",
-            padding=True,
-            truncation=True,
-            max_length=self.max_tokens,
-        )
-        feed = {name: batch[name].astype(np.int64) for name in INPUTS}
+        """Unit vectors in the order given; computed in calls of up to ``BATCH`` texts of
+        similar length (a text's vector does not depend on the others in its call)."""
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BATCH):
+            chunk = order[start : start + BATCH]
+            out[chunk] = self._encode([texts[i] for i in chunk])
+        return out
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
         hidden = self._session.run(None, feed)[0]
-        mask = batch["attention_mask"][..., None].astype(np.float32)
+        mask = feed["attention_mask"][..., None].astype(np.float32)
         pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)

@@ -13,18 +13,20 @@ were sent (:meth:`StagnationMonitor.candidate`): either signal above its thresho
 ``min_turn`` on and outside the ``cooldown`` after the last trigger, means the looping message
 is regenerated with the emergency redirect before the interlocutor sees it — the Loom plan's
 "inject the emergency redirect and re-prompt the persona". The committed message then joins
-the window (:meth:`StagnationMonitor.add`). Each message is embedded once, in a worker thread
-(a candidate's vector is kept for when it is committed); only the vectors a window needs are
-kept, so the cost per turn does not grow with the conversation.
+the window (:meth:`StagnationMonitor.add`). Each message is embedded once, and only when a
+verdict could depend on it (a candidate's vector is kept for when it is committed); at run
+time the vectors come from the run's embedding service, batched across rollouts and computed
+off the event loop. Only the vectors a window needs are kept, so the cost per turn does not
+grow with the conversation.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import trio
 
 from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.signals.embedding import Backend
@@ -39,7 +41,7 @@ class Trigger:
     window: int
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: its vectors are arrays
 class _Turn:
     turn: int
     persona: str
@@ -49,11 +51,25 @@ class _Turn:
 
 
 class StagnationMonitor:
+    """The window of recent turns and the two signals over it.
+
+    Vectors come from outside or from the backend. The runtime monitor gets them from the
+    run's embedding service (batched across rollouts, in a worker thread) and hands them in
+    with :meth:`candidate` and :meth:`supply`; the post-hoc analysis lets the monitor ask its
+    backend directly. A turn added without vectors is embedded only when a signal needs it
+    (:meth:`missing` lists what is lacking), so no message is embedded before a verdict could
+    depend on it, and none twice: the accepted candidate's vector is the one its turn keeps.
+    """
+
     def __init__(
-        self, spec: StagnationDetectionSpec, backend: Backend, *, last_trigger: int | None = None
+        self,
+        spec: StagnationDetectionSpec,
+        backend: Backend | None = None,
+        *,
+        last_trigger: int | None = None,
     ):
         self.spec = spec
-        self.backend = backend
+        self._backend = backend  # None until known: the runtime monitor learns it late
         # window turns for the persona's messages, plus the interlocutor message before them
         self._turns: deque[_Turn] = deque(maxlen=spec.window + 1)
         self._last_trigger = last_trigger
@@ -61,8 +77,22 @@ class StagnationMonitor:
         self.last_values: dict[str, float] = {}
 
     @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            raise RuntimeError("the stagnation monitor has no similarity backend yet")
+        return self._backend
+
+    @property
+    def has_backend(self) -> bool:
+        return self._backend is not None
+
+    def use(self, backend: Backend) -> None:
+        """Compare with ``backend`` from now on (its thresholds too)."""
+        self._backend = backend
+
+    @property
     def embeds(self) -> bool:
-        return self.backend.name == "embedding"
+        return self._backend is not None and self._backend.name == "embedding"
 
     @property
     def thresholds(self) -> tuple[float, float]:
@@ -72,29 +102,23 @@ class StagnationMonitor:
             return spec.similarity_threshold, spec.convergence_threshold
         return spec.tfidf.similarity_threshold, spec.tfidf.convergence_threshold
 
-    async def observe(self, turn: int, persona: str, interlocutor: str) -> list[Trigger]:
-        """Take in a completed turn; return what fired (empty when nothing did).
+    def quiet(self, turn: int) -> bool:
+        """Nothing can fire at ``turn``: the monitor is off, ``turn`` is before ``min_turn``,
+        or it is within the ``cooldown`` after the last trigger. No signal is computed then,
+        and nothing needs embedding yet."""
+        spec = self.spec
+        if not spec.enabled or turn < spec.min_turn:
+            return True
+        return self._last_trigger is not None and turn - self._last_trigger <= spec.cooldown
 
-        Embedding and comparing run in a worker thread: the event loop never waits on them.
-        """
-        if not self.spec.enabled:
-            return []
-
-        def step() -> list[Trigger]:
-            self.add(turn, persona, interlocutor)
-            return self.check(turn)
-
-        return await trio.to_thread.run_sync(step)
-
-    def candidate(self, turn: int, persona: str) -> list[Trigger]:
+    def candidate(self, turn: int, persona: str, vector: np.ndarray | None = None) -> list[Trigger]:
         """What fires if ``persona`` is sent at ``turn``: the window with the candidate as its
-        newest message. Only the candidate's vector is kept (for :meth:`add`); a trigger starts
-        the cooldown, so the regenerated candidate is not redirected again."""
+        newest message. The candidate's vector (given, or computed now) is kept for
+        :meth:`add`; a trigger starts the cooldown, so the regenerated candidate is not
+        redirected again."""
         if not self.spec.enabled:
             return []
-        entry = _Turn(turn, persona, "")
-        if self.embeds:
-            entry.persona_vec = self.backend.vectors([persona])[0]
+        entry = _Turn(turn, persona, "", persona_vec=vector)
         self._candidate = entry
         return self._fire(turn, [*self._turns, entry])
 
@@ -103,19 +127,50 @@ class StagnationMonitor:
         for turn, persona, interlocutor in turns[-(self.spec.window + 1) :]:
             self.add(turn, persona, interlocutor)
 
-    def add(self, turn: int, persona: str, interlocutor: str) -> None:
-        """A completed turn joins the window (embedded now, once, with the embedding backend)."""
+    def add(
+        self,
+        turn: int,
+        persona: str,
+        interlocutor: str,
+        vectors: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        """A completed turn joins the window, with its two vectors if known. The persona
+        message checked as the last candidate keeps the vector it was checked with."""
         entry = _Turn(turn, persona, interlocutor)
-        if self.embeds:
-            seen = self._candidate
-            if seen is not None and (seen.turn, seen.persona) == (turn, persona):
-                entry.persona_vec = seen.persona_vec
-                entry.interlocutor_vec = self.backend.vectors([interlocutor])[0]
-            else:
-                vectors = self.backend.vectors([persona, interlocutor])
-                entry.persona_vec, entry.interlocutor_vec = vectors[0], vectors[1]
+        if vectors is not None:
+            entry.persona_vec, entry.interlocutor_vec = vectors
+        seen = self._candidate
+        if (
+            entry.persona_vec is None
+            and seen is not None
+            and (seen.turn, seen.persona)
+            == (
+                turn,
+                persona,
+            )
+        ):
+            entry.persona_vec = seen.persona_vec
         self._candidate = None
         self._turns.append(entry)
+
+    def missing(self) -> list[str]:
+        """The window's texts whose vectors are not known yet (TF-IDF needs none: it fits its
+        vectors on each comparison)."""
+        texts = []
+        for entry in self._turns:
+            if entry.persona_vec is None:
+                texts.append(entry.persona)
+            if entry.interlocutor_vec is None:
+                texts.append(entry.interlocutor)
+        return list(dict.fromkeys(texts))
+
+    def supply(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Vectors for texts :meth:`missing` named."""
+        for entry in self._turns:
+            if entry.persona_vec is None:
+                entry.persona_vec = vectors.get(entry.persona)
+            if entry.interlocutor_vec is None:
+                entry.interlocutor_vec = vectors.get(entry.interlocutor)
 
     def current(self) -> tuple[float, float] | None:
         """(stagnation, convergence) over the last ``window`` turns; None before a full window."""
@@ -132,14 +187,12 @@ class StagnationMonitor:
         return self._fire(turn, list(self._turns))
 
     def _fire(self, turn: int, turns: list[_Turn]) -> list[Trigger]:
-        spec = self.spec
-        if turn < spec.min_turn:
-            return []
-        if self._last_trigger is not None and turn - self._last_trigger <= spec.cooldown:
+        if self.quiet(turn):
             return []
         values = self._values(turns)
         if values is None:
             return []
+        spec = self.spec
         stagnation, convergence = values
         self.last_values = {"stagnation": stagnation, "convergence": convergence}
         loop_at, echo_at = self.thresholds
@@ -152,11 +205,36 @@ class StagnationMonitor:
             self._last_trigger = turn
         return fired
 
+    def _embed_missing(self, turns: list[_Turn]) -> None:
+        """Vectors the backend must compute now (the analysis, or a monitor given none)."""
+        needed = list(
+            dict.fromkeys(
+                text
+                for entry in turns
+                for text, vector in (
+                    (entry.persona, entry.persona_vec),
+                    (entry.interlocutor, entry.interlocutor_vec),
+                )
+                if vector is None and entry is not self._candidate
+            )
+        )
+        candidate = self._candidate
+        checking = candidate is not None and any(entry is candidate for entry in turns)
+        if checking and candidate is not None and candidate.persona_vec is None:
+            needed.append(candidate.persona)
+        if not needed:
+            return
+        vectors = dict(zip(needed, self.backend.vectors(needed), strict=True))
+        self.supply(vectors)
+        if checking and candidate is not None and candidate.persona_vec is None:
+            candidate.persona_vec = vectors.get(candidate.persona)
+
     def _signals(self, window: list[_Turn], turns: list[_Turn]) -> tuple[float, float]:
         # Each persona message of the window with the interlocutor message it answers.
         before = {t.turn: t for t in turns}
         answered = [(k, before[t.turn - 1]) for k, t in enumerate(window) if t.turn - 1 in before]
-        if self.embeds:  # every turn in the window was embedded when it was added
+        if self.embeds:
+            self._embed_missing(turns)
             persona = np.stack([_vec(t.persona_vec) for t in window])
             replies = [_vec(t.interlocutor_vec) for _, t in answered]
         else:

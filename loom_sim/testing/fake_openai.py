@@ -21,7 +21,9 @@ the process that started it) or after ``--max-lifetime`` seconds. From Python us
 
 Endpoints: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
 ``GET /v1/models`` and ``GET /stats`` (counters as JSON, with the most completion requests
-in flight at once when ``--latency`` is set: what the clients' limits let through).
+in flight at once when ``--latency`` is set: what the clients' limits let through; and
+``window_s``: first completion request to last reply; ``GET /stats/reset`` answers the same
+and starts a new window).
 
 Replies are deterministic functions of the request: ``"reply <n>: "`` (``n`` = number of
 messages in the request) followed by the first words of the last user message, or a JSON
@@ -76,9 +78,10 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _reply_text(messages: list[dict[str, Any]]) -> str:
+def _reply_text(messages: list[dict[str, Any]], seed: Any = None) -> str:
     words = _last_user_text(messages).split()
-    return f"reply {len(messages)}: " + " ".join(words[:_ECHO_WORDS])
+    tag = f" ({seed})" if seed is not None else ""
+    return f"reply {len(messages)}{tag}: " + " ".join(words[:_ECHO_WORDS])
 
 
 def example_for_schema(schema: Any, text: str, n: int, depth: int = 0) -> Any:
@@ -146,7 +149,11 @@ class _State:
         self.require_key = args.require_key
         self.context_tokens = args.context_tokens
         self.keepalive_timeout = args.keepalive_timeout
+        self.seeded_replies = args.seeded_replies
         self.requests = 0
+        # the window of the completions answered since the last /stats/reset (monotonic s)
+        self.first_request: float | None = None
+        self.last_reply: float | None = None
         self.connections = 0
         self.in_flight = 0  # completion requests being answered now
         self.peak_in_flight = 0  # the most ever at once: what a client's limits let through
@@ -171,6 +178,9 @@ class _State:
             "faults_by_kind": dict(self.faults_injected),
             "in_flight": self.in_flight,
             "peak_in_flight": self.peak_in_flight,
+            "window_s": (self.last_reply - self.first_request)
+            if self.first_request is not None and self.last_reply is not None
+            else None,
         }
 
 
@@ -266,8 +276,10 @@ class _Connection(asyncio.Protocol):
         state = self.state
         state.requests += 1
         state.by_route[path] += 1
-        if method == "GET" and path == "/stats":
+        if method == "GET" and path in ("/stats", "/stats/reset"):
             self._send(_response(200, json.dumps(state.stats()).encode()), keep_alive)
+            if path == "/stats/reset":
+                state.first_request = state.last_reply = None
             return
         if method == "GET" and path == "/v1/models":
             models = {"object": "list", "data": [{"id": "fake", "object": "model"}]}
@@ -296,6 +308,8 @@ class _Connection(asyncio.Protocol):
         except (ValueError, KeyError, TypeError):
             self._send(_response(400, _error(400, "invalid JSON body", anthropic=anthropic)), True)
             return
+        if state.first_request is None:
+            state.first_request = time.monotonic()
         fault = state.pick_fault()
         if fault is not None:
             state.faults_injected[fault] += 1
@@ -323,6 +337,7 @@ class _Connection(asyncio.Protocol):
             self._send(_response(200, b'{"id": "x", "choices": [{"message": {"content": "tr'), True)
         elif anthropic:
             self._send(_response(200, self._anthropic(payload, messages)), keep_alive)
+            state.last_reply = time.monotonic()
         else:
             fmt = payload.get("response_format") or {}
             prompt = sum(len(str(m.get("content", ""))) for m in messages) // 4 + 1
@@ -346,11 +361,15 @@ class _Connection(asyncio.Protocol):
                 err = _error(400, "response_format json_schema is not supported", "invalid_request")
                 self._send(_response(400, err), keep_alive)
                 return
-            self._send(_response(200, self._openai(payload, messages, fmt)), keep_alive)
+            seed = payload.get("seed") if state.seeded_replies else None
+            self._send(_response(200, self._openai(payload, messages, fmt, seed)), keep_alive)
+            state.last_reply = time.monotonic()
 
     @staticmethod
-    def _openai(payload: dict[str, Any], messages: list[Any], fmt: dict[str, Any]) -> bytes:
-        text = _reply_text(messages)
+    def _openai(
+        payload: dict[str, Any], messages: list[Any], fmt: dict[str, Any], seed: Any = None
+    ) -> bytes:
+        text = _reply_text(messages, seed)
         if fmt.get("type") == "json_schema":
             schema = (fmt.get("json_schema") or {}).get("schema")
             content = json.dumps(example_for_schema(schema, text, len(messages)))
@@ -469,6 +488,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="close a connection idle this many seconds (default: keep it open)",
     )
+    parser.add_argument(
+        "--seeded-replies",
+        action="store_true",
+        help="put the request's seed in each reply (OpenAI), so conversations run with "
+        "different seeds never say the same thing",
+    )
     parser.add_argument("--max-lifetime", type=float, default=900.0, help="exit after seconds")
     parser.add_argument("--ignore-stdin", action="store_true", help="do not exit on stdin EOF")
     return parser
@@ -488,7 +513,8 @@ class FakeOpenAIServer:
 
     Options mirror the command line: ``latency``, ``fault_rate``, ``faults`` (iterable or
     comma string), ``fault_sequence``, ``seed``, ``retry_after``, ``reject_json_schema``,
-    ``require_key``, ``context_tokens``, ``keepalive_timeout``, ``max_lifetime``.
+    ``require_key``, ``context_tokens``, ``keepalive_timeout``, ``seeded_replies``,
+    ``max_lifetime``.
     """
 
     def __init__(self, **options: Any) -> None:
