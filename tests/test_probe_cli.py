@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from probe_support import FACTUAL, MORAL, log_lines
 
 from loom_sim.cli import cli
+from loom_sim.models.scripted import SCRIPTS
 from loom_sim.testing.fake_openai import FakeOpenAIServer
 
 STAND_INS = ["--target", "scripted/probe-target", "--judge-model", "scripted/probe-judge"]
@@ -106,8 +107,10 @@ def test_repeated_modes_then_a_later_mode_into_the_same_directory(tmp_path):
         (
             ["--target", "scripted/nope"],
             {},
-            "scripted/nope: unknown script; use one of echo, varied, paraphrase, judge, "
-            "probe-target, probe-judge or a .yaml/.yml/.json/.txt file.",
+            # every registered script is offered, whoever registered it
+            "scripted/nope: unknown script; use one of "
+            + ", ".join(script.name for script in SCRIPTS)
+            + " or a .yaml/.yml/.json/.txt file.",
         ),
         (
             ["--target", "openai/gpt-4.1"],
