@@ -10,6 +10,7 @@ take in order; a rollout that fails ends in ``error`` on its own and the others 
 from __future__ import annotations
 
 import contextlib
+import gc
 import platform
 import random
 import sys
@@ -445,6 +446,11 @@ async def run_cells(
     source = models or hub_models(hub)
     results: dict[int, Transcript] = {}
     queue = iter(enumerate(cells))
+    # What exists now (modules, configs, plans) lives as long as the run: moved out of the
+    # cyclic collector's way, a full collection — which runs on the event loop, inside some
+    # task's step — scans only what the rollouts make (measured: the longest loop stall at
+    # 64 rollouts fell from about 55 to 14 ms of CPU).
+    gc.freeze()
 
     async def one(k: int, cell: Cell) -> None:
         spec = cell.plan.rollout_spec(cell.index)
