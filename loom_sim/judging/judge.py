@@ -8,13 +8,11 @@ this over its inbox; nothing else builds judge prompts.
 
 from __future__ import annotations
 
-import json
-
-from loom_sim.judging.fence import MATERIAL, fence, markers
+from loom_sim.judging.fence import fence
 from loom_sim.judging.prompts import render
 from loom_sim.judging.structured import ask_json, require_keys
 from loom_sim.messages import Judge, Judgement
-from loom_sim.models.base import ChatMessage, ModelClient
+from loom_sim.models.base import ChatMessage, ModelClient, schema_text
 from loom_sim.seeds import SeedSource
 
 
@@ -26,14 +24,15 @@ async def judge(
     max_attempts: int = 3,
     max_tokens: int = 400,
 ) -> Judgement:
-    nonce = f"{seeds.for_call('judge-fence', request.turn):08x}"
-    begin, end = markers(nonce)
-    material = markers(nonce, MATERIAL) if request.material else None
-    system = render(
-        "judge_system", begin=begin, end=end, material=material, schema=json.dumps(request.schema)
-    )
+    # One nonce per rollout, not per call: the fence holds by encoding, not by a secret (see
+    # fence.py), and a nonce that changed with every turn would make each turn's transcript a
+    # new prompt to the model's prefix cache.
+    nonce = f"{seeds.for_call('judge-fence', 0):08x}"
+    system = render("judge_system", material=bool(request.material))
     fenced = fence(request.window, nonce, request.material)
-    user = render("judge_user", rubric=request.rubric, transcript=fenced)
+    user = render(
+        "judge_user", transcript=fenced, rubric=request.rubric, schema=schema_text(request.schema)
+    )
     answer = await ask_json(
         model,
         [ChatMessage("system", system), ChatMessage("user", user)],

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import jinja2
 
-RUBRIC_VERSION = "1.3"  # 1.3: untrusted text encoded in the fence; probe material fenced
+RUBRIC_VERSION = "1.4"  # 1.4: transcript first, then rubric and schema (a shared prefix)
 
 
 @cache

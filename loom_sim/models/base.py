@@ -7,6 +7,7 @@ accounting and JSON repair live in one place each, so a fix there fixes every ro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -31,6 +32,11 @@ class ModelRequest(msgspec.Struct, frozen=True):
     # others get the schema in the prompt; either way the reply goes through the tolerant parser.
     json_schema: dict[str, Any] | None = None
     stop: list[str] | None = None
+
+
+def schema_text(schema: Mapping[str, Any]) -> str:
+    """A JSON Schema as prompts show it: compact JSON (fewer tokens than spaced)."""
+    return msgspec.json.encode(schema).decode()
 
 
 class Usage(msgspec.Struct):

@@ -36,7 +36,14 @@ from typing import Any
 import trio
 
 from loom_sim import cpu
-from loom_sim.models.base import CallLimiter, ModelError, ModelRequest, ModelResponse, Usage
+from loom_sim.models.base import (
+    CallLimiter,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+    schema_text,
+)
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.openai import schema_instruction
 
@@ -154,6 +161,24 @@ def _shared(path: Path, n_ctx: int, slot: str) -> _Loaded:
 # ─── the client ─────────────────────────────────────────────────────────────
 
 
+def _with_schema(messages: list[dict[str, str]], schema: dict[str, Any]) -> list[dict[str, str]]:
+    """The messages, telling the model the schema once: as they are when a message already
+    shows it (the judge's do), else with the instruction appended to the last message.
+
+    Last, not in the system message: llama.cpp reuses the evaluated prefix a prompt shares
+    with the previous one, so what varies between calls (the schema of each rubric) belongs
+    after what does not (the system prompt, the transcript)."""
+    if any(schema_text(schema) in m["content"] for m in messages):
+        return messages
+    if not messages:
+        return [{"role": "user", "content": schema_instruction(schema)}]
+    last = messages[-1]
+    return [
+        *messages[:-1],
+        {"role": last["role"], "content": last["content"] + "\n\n" + schema_instruction(schema)},
+    ]
+
+
 class LocalLlamaClient:
     """``local/smollm2`` or ``local/<path.gguf>``, run by llama.cpp in a worker thread."""
 
@@ -217,14 +242,7 @@ class LocalLlamaClient:
                 "stop": request.stop or [],
             }
             if request.json_schema is not None:
-                instruction = {"role": "system", "content": schema_instruction(request.json_schema)}
-                if messages and messages[0]["role"] == "system":
-                    messages[0] = {
-                        "role": "system",
-                        "content": messages[0]["content"] + "\n\n" + instruction["content"],
-                    }
-                else:
-                    messages.insert(0, instruction)
+                messages = _with_schema(messages, request.json_schema)
                 kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
             try:
                 try:

@@ -31,7 +31,13 @@ from typing import Any, Literal
 import msgspec
 
 from loom_sim.models._http import HTTPModelClient, HTTPPool
-from loom_sim.models.base import CallLimiter, ChatMessage, ModelRequest, ModelResponse
+from loom_sim.models.base import (
+    CallLimiter,
+    ChatMessage,
+    ModelRequest,
+    ModelResponse,
+    schema_text,
+)
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.pricing import PriceTable, match_family
 from loom_sim.models.retry import AttemptFailed, RetryPolicy
@@ -118,7 +124,7 @@ def schema_instruction(schema: Mapping[str, Any]) -> str:
     """The system message that carries a schema when the API cannot."""
     return (
         "Reply with a single JSON object, and nothing else, that matches this JSON Schema:\n"
-        + msgspec.json.encode(schema).decode()
+        + schema_text(schema)
     )
 
 

@@ -96,14 +96,15 @@ async def score_run(
     judge = options.judge_model or record.judge
     hub.check(judge)
     summary = ScoreSummary()
-    limiter = trio.CapacityLimiter(max(1, options.concurrency))
+    rollouts, lanes = schedule(hub, judge, options.concurrency)
+    limiter = trio.CapacityLimiter(rollouts)
     progress = progress or NullScoreProgress()
     scorers: list[RolloutScorer] = []
     for index in range(record.rollouts):  # every file read, and the work counted, up front
         files = RolloutFiles(rollout_dir(run_dir, index))
         transcript = files.transcript()
         if transcript is not None and transcript.turns:
-            scorer = RolloutScorer(record, files, transcript, hub, judge, options)
+            scorer = RolloutScorer(record, files, transcript, hub, judge, options, lanes=lanes)
             scorer.plan(progress)
             scorers.append(scorer)
 
@@ -135,13 +136,41 @@ async def score_rollout(
     if transcript is None or not transcript.turns:
         return
     judge = options.judge_model or record.judge
-    scorer = RolloutScorer(record, files, transcript, hub, judge, options)
+    _, lanes = schedule(hub, judge, options.concurrency)
+    scorer = RolloutScorer(record, files, transcript, hub, judge, options, lanes=lanes)
     if progress is not None:
         scorer.plan(progress)
     await scorer.run(summary, progress)
 
 
+def schedule(hub: ModelHub, judge: str, concurrency: int) -> tuple[int, int]:
+    """(rollouts scored at once, turns at once in each) for this judge.
+
+    A judge run in-process one call at a time (llama.cpp) gets one rollout, turn by turn: its
+    calls then come in the order that lets llama.cpp reuse the prompt it evaluated for the
+    previous call (the same window of transcript, judged against each rubric in turn), where
+    interleaving rollouts would make every call start from scratch. A judge behind a network
+    gets up to ``concurrency`` rollouts, and the calls its provider allows beyond those go to
+    turns within each: there, a call is mostly waiting. Other in-process judges (scripted)
+    answer at once, and overlapping their turns would buy nothing."""
+    provider = PROVIDERS.get(judge.split("/", 1)[0])
+    if not provider.parallel:
+        return 1, 1
+    slots = max(1, hub.provider_concurrency.get(provider.name, provider.concurrency))
+    rollouts = max(1, min(concurrency, slots))
+    return rollouts, (max(1, slots // rollouts) if provider.http else 1)
+
+
 class RolloutScorer:
+    """Scores one rollout's turns, ``lanes`` of them at once.
+
+    Each lane has its own judge actor (an actor serves its requests one by one). Turns
+    finish in any order but reach ``transcript.json`` in turn order, as the contiguous
+    prefix of finished turns: the file at any moment is what sequential scoring would have
+    written, so a Ctrl-C keeps a prefix and ``score`` resumes after it. The one dependency
+    between turns — a probe turn's Q&A reads the answers given at the earlier probes — is
+    kept by making a probe turn wait for the earlier ones."""
+
     def __init__(
         self,
         run: RunRecord,
@@ -150,7 +179,10 @@ class RolloutScorer:
         hub: ModelHub,
         judge: str,
         options: ScoreOptions,
+        *,
+        lanes: int = 1,
     ):
+        self.lanes = max(1, lanes)
         self.config = run.loom_config
         self.files = files
         self.transcript = transcript
@@ -196,31 +228,71 @@ class RolloutScorer:
         tracer = TraceRecorder(self.files.dir / SCORE_TRACE)
         post = Post(f"{self.transcript.rollout}/score", tracer, first_id=tracer.next_id)
         judge_client = self.hub.client(self.judge, role="judge")
+        todo = [(index, self._needed(record)) for index, record in enumerate(records)]
+        summary.skipped_turns += sum(1 for _, needed in todo if not needed)
+        todo = [(index, needed) for index, needed in todo if needed]
+        finished = {index: trio.Event() for index, _ in todo}
+        outcomes: dict[int, tuple[list[str], list[str]]] = {}  # scored, failed: for progress
+        written = list(records)  # what transcript.json holds: the finished prefix
+        frontier = 0  # records[:frontier] are all finished (or needed nothing)
+
+        def commit(index: int) -> None:
+            """Write the turns that now complete the finished prefix, and report them."""
+            nonlocal frontier
+            finished[index].set()
+            start = frontier
+            while frontier < len(records) and (
+                frontier not in finished or finished[frontier].is_set()
+            ):
+                written[frontier] = records[frontier]
+                frontier += 1
+            if frontier == start:
+                return
+            tracer.flush()
+            self._write(written, None, summary)
+            for done in range(start, frontier):
+                if done in outcomes:
+                    progress.turn_scored(self.transcript.rollout, *outcomes.pop(done))
+
+        async def score(index: int, needed: list[Enabled], judge: str) -> None:
+            if index in self.probe_turns:  # its Q&A reads the earlier probes' answers
+                for earlier in sorted(self.probe_turns):
+                    if earlier < index and earlier in finished:
+                        await finished[earlier].wait()
+            scores = await self._score_turn(post, nursery, records, index, needed, analysis, judge)
+            failed = [name for name, s in scores.items() if s.state == "failed"]
+            summary.failures += len(failed)
+            summary.not_applicable += sum(1 for s in scores.values() if s.state == "not_applicable")
+            record = records[index]
+            records[index] = msgspec.structs.replace(record, scores={**record.scores, **scores})
+            summary.scored_turns += 1
+            outcomes[index] = (list(scores), failed)
+            commit(index)
+
+        async def lane(
+            judge: str, queue: trio.MemoryReceiveChannel[tuple[int, list[Enabled]]]
+        ) -> None:
+            async for index, needed in queue:
+                await score(index, needed, judge)
+
         try:
             async with trio.open_nursery() as nursery:
                 context = ActorContext(seeds=self.seeds, model=lambda role: judge_client)
-                post.spawn(nursery, build("judge", context), name="judge")
-                for index, record in enumerate(records):
-                    needed = self._needed(record)
-                    if not needed:
-                        summary.skipped_turns += 1
-                        continue
-                    scores = await self._score_turn(post, nursery, records, index, needed, analysis)
-                    failed = [name for name, s in scores.items() if s.state == "failed"]
-                    summary.failures += len(failed)
-                    summary.not_applicable += sum(
-                        1 for s in scores.values() if s.state == "not_applicable"
-                    )
-                    records[index] = msgspec.structs.replace(
-                        record, scores={**record.scores, **scores}
-                    )
-                    summary.scored_turns += 1
-                    tracer.flush()
-                    self._write(records, None, summary)
-                    progress.turn_scored(self.transcript.rollout, list(scores), failed)
+                lanes = min(self.lanes, len(todo)) or 1
+                judges = ["judge"] + [f"judge.{n}" for n in range(1, lanes)]
+                send, receive = trio.open_memory_channel[tuple[int, list[Enabled]]](len(todo))
+                for item in todo:  # turns are taken in order, by whichever lane is free
+                    send.send_nowait(item)
+                send.close()
+                async with trio.open_nursery() as lanes_nursery:
+                    for name in judges:
+                        post.spawn(nursery, build("judge", context), name=name)
+                        lanes_nursery.start_soon(lane, name, receive.clone())
+                receive.close()
                 nursery.cancel_scope.cancel()
         finally:
             tracer.close()
+        records = written
         rollout_scores = summarise(
             records,
             [e.info.name for e in self.scorers],
@@ -250,6 +322,7 @@ class RolloutScorer:
         index: int,
         needed: list[Enabled],
         analysis: Analysis | None,
+        judge: str = "judge",
     ) -> dict[str, Score]:
         record = records[index]
         window = records[max(0, index - self.window + 1) : index + 1]
@@ -264,7 +337,7 @@ class RolloutScorer:
                 else [WindowTurn(r.turn, r.persona, r.interlocutor) for r in window]
             )
             return await post.request(
-                "judge",
+                judge,
                 Judge(
                     turn=record.turn, rubric=text, window=turns, schema=schema, rubric_id=rubric_id
                 ),

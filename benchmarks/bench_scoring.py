@@ -1,0 +1,154 @@
+"""Scoring on the embedded model: seconds per judged turn, judge calls, prompt tokens.
+
+    .venv/bin/python benchmarks/bench_scoring.py [--turns 6] [--repeats 3] [--judge local/smollm2]
+        [--cold-prompts]
+
+A rollout of the mania example is made once with scripted persona and interlocutor (instant),
+then scored ``--repeats`` times from scratch (``--force``, no response cache) by the judge;
+the figures are medians. *Judged turns* are the turns scored; *judge requests* the calls the
+scorers made (one per rubric and turn), *model calls* those plus the judge's retries of an
+unusable answer; *prompt tokens* what the judge was sent in all, as it reported them (the
+scoring trace, ``score_trace.jsonl``, is where these counts come from); *evaluated* the prompt
+tokens llama.cpp actually had to read, the rest being a prefix it kept from the previous call
+(counted by watching ``Llama.eval``). Evaluated tokens are the figure that does not depend on
+how busy the machine is.
+
+``--cold-prompts`` clears the model's evaluated prompt before every call: llama.cpp then reads
+each prompt from its first token, as it did when no two consecutive judge prompts shared a
+prefix. The difference is what the prompt layout and the call order buy (docs/scoring.md).
+
+The machine's load average is printed with the figures: they mean little on a busy machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, peak_rss_mib
+
+from loom_sim.messages import Judge, Judgement
+from loom_sim.models.hub import ModelHub
+from loom_sim.runtime.progress import NullProgress
+from loom_sim.runtime.run import RunOptions, execute, make_hub, plan_run, write_plan
+from loom_sim.scoring.engine import SCORE_TRACE, ScoreOptions, score_run
+from loom_sim.store.trace import read_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"
+
+
+def make_rollout(turns: int, out: Path) -> None:
+    plan = plan_run(
+        CONFIG,
+        RunOptions(
+            turns=turns,
+            seed=1,
+            persona_model="scripted/varied",
+            target="scripted/varied",
+            judge_model="scripted/judge",
+            output=out,
+        ),
+    )
+    hub = make_hub(plan)
+    write_plan(plan)
+    [transcript] = trio.run(execute, plan, hub, NullProgress())
+    assert transcript.status == "done" and len(transcript.turns) == turns, transcript.error
+
+
+def cold_prompts() -> None:
+    """Every call reads its prompt from the first token (no prefix kept from the last call)."""
+    from loom_sim.models import local
+
+    generate = local.LocalLlamaClient._generate
+
+    def from_scratch(self: local.LocalLlamaClient, request):  # type: ignore[no-untyped-def]
+        if self._model.llama is not None:
+            self._model.llama.reset()
+        return generate(self, request)
+
+    local.LocalLlamaClient._generate = from_scratch  # type: ignore[method-assign]
+
+
+EVALUATED = [0]
+
+
+def count_evaluated() -> None:
+    """Count the prompt tokens llama.cpp evaluates (a generated token is evaluated alone)."""
+    from llama_cpp import Llama
+
+    evaluate = Llama.eval
+
+    def counted(self: Llama, tokens):  # type: ignore[no-untyped-def]
+        if len(tokens) > 1:
+            EVALUATED[0] += len(tokens)
+        return evaluate(self, tokens)
+
+    Llama.eval = counted  # type: ignore[method-assign]
+
+
+def score_once(source: Path, where: Path, judge: str) -> tuple[float, int, int, int, int, int]:
+    """(wall seconds, judged turns, judge requests, model calls, prompt tokens, evaluated)."""
+    shutil.rmtree(where, ignore_errors=True)
+    shutil.copytree(source, where)
+    options = ScoreOptions(judge_model=judge, force=True)
+    EVALUATED[0] = 0
+    started = time.perf_counter()
+    summary = trio.run(score_run, where, ModelHub(), options)
+    wall = time.perf_counter() - started
+    requests = calls = tokens = 0
+    for path in where.glob(f"rollout_*/{SCORE_TRACE}"):
+        for envelope in read_trace(path):
+            if isinstance(envelope.body, Judge):
+                requests += 1
+            elif isinstance(envelope.body, Judgement):
+                calls += envelope.body.attempts
+                tokens += envelope.body.usage.input_tokens
+    return wall, summary.scored_turns, requests, calls, tokens, EVALUATED[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--judge", default="local/smollm2")
+    parser.add_argument("--cold-prompts", action="store_true")
+    args = parser.parse_args()
+    count_evaluated()
+    if args.cold_prompts:
+        cold_prompts()
+    with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
+        source = Path(tmp) / "run"
+        make_rollout(args.turns, source)
+        runs, loads = [], []
+        for n in range(args.repeats):
+            loads.append(os.getloadavg()[0])
+            runs.append(score_once(source, Path(tmp) / f"scored{n}", args.judge))
+            print(f"  run {n + 1}: {runs[-1][0]:.1f} s", file=sys.stderr, flush=True)
+    wall = statistics.median(r[0] for r in runs)
+    turns, requests, calls, tokens, evaluated = sorted(runs)[len(runs) // 2][1:]
+    print(
+        f"scoring {args.turns} turns of mania_patient (scripted rollout) with {args.judge}"
+        + (", cold prompts" if args.cold_prompts else "")
+        + f"; median of {args.repeats}:"
+    )
+    print(f"  {wall:.1f} s wall, {wall / max(1, turns):.2f} s per judged turn ({turns} turns)")
+    print(
+        f"  {requests} judge requests, {calls} model calls, {tokens} prompt tokens sent, "
+        f"{evaluated} evaluated"
+    )
+    print(f"  runs: {', '.join(f'{r[0]:.1f}' for r in runs)} s")
+    print(f"  peak RSS {peak_rss_mib():.0f} MiB; load average {statistics.median(loads):.1f}")
+
+
+if __name__ == "__main__":
+    main()
