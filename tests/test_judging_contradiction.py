@@ -6,7 +6,7 @@ from loom_sim.judging import contradiction
 from loom_sim.messages import Judgement
 
 # Pinned digest of loom_sim/judging/templates/probe_contradiction.j2 at RUBRIC_VERSION.
-PINNED = {"1.0": "ef24a8976274e223"}
+PINNED = {"1.0": "ef24a8976274e223", "1.1": "ef24a8976274e223"}
 
 
 def test_rubric_changes_bump_the_version():

@@ -26,7 +26,7 @@ from loom_sim.judging.prompts import render
 from loom_sim.messages import Judge, Judgement, WindowTurn
 
 RUBRIC_ID = "probe_contradiction"
-RUBRIC_VERSION = "1.0"
+RUBRIC_VERSION = "1.1"  # 1.1: the judge's prompt layout (transcript first, rubric last)
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
