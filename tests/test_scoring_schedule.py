@@ -125,6 +125,11 @@ def test_consecutive_judge_prompts_share_their_prefix(tmp_path):
         by_turn.setdefault(fenced, []).append(user)
     assert len(by_turn) == 4  # one window per turn...
     assert all(len(calls) >= 2 for calls in by_turn.values())  # ...judged by several rubrics
+    # each window's calls come one after another: the Q&A probe's call (its own window) does
+    # not come between two rubrics over the same window
+    fences = [user.split(FENCE_END)[0] for user in users]
+    runs = [f for n, f in enumerate(fences) if n == 0 or fences[n - 1] != f]
+    assert len(runs) == len(set(runs))
     windows = list(by_turn)
     for earlier, later in pairwise(windows):
         assert later.startswith(earlier)  # inside the judge window, each extends the last

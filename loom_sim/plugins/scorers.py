@@ -44,6 +44,7 @@ class ScorerInfo(Plugin):
     scale: tuple[float, float] = (0.0, 1.0)  # the range of its values
     higher_is_better: bool = True
     flags: bool = True  # a poor value flags its turn for a reader's attention
+    asks_persona: bool = False  # may question the persona (scored after the turn's others)
 
     def goodness(self, value: float) -> float:
         """``value`` on 0..1, 1 the best the scale allows: what colours and flags read."""
@@ -71,6 +72,7 @@ def scorer(
     scale: tuple[float, float] = (0.0, 1.0),
     higher_is_better: bool = True,
     flags: bool = True,
+    asks_persona: bool = False,
 ) -> Callable[[C], C]:
     """Register the decorated class as scorer ``name``; ``config_key`` (default ``name``) is its
     section under ``evaluation.scoring``, ``settings`` that section's model. A ``target``
@@ -106,6 +108,7 @@ def scorer(
                 flags=flags,
                 order=order,
                 summary=summary,
+                asks_persona=asks_persona,
             )
         )
         return cls

@@ -376,7 +376,12 @@ class RolloutScorer:
             shared_rubric=turn_rubric,
             planned_turns=self.planned_turns,
         )
-        return {e.info.name: await e.scorer.score(view) for e in needed}
+        # A scorer that questions the persona goes last: its judge call reads the persona's
+        # answers, not the window, and the rubrics after it would read the window again.
+        scores = {}
+        for enabled in sorted(needed, key=lambda e: e.info.asks_persona):
+            scores[enabled.info.name] = await enabled.scorer.score(view)
+        return {e.info.name: scores[e.info.name] for e in needed}
 
     async def _ask_persona(
         self,

@@ -18,6 +18,7 @@ from loom_sim.store.records import Score
 @scorer(
     "consistency",
     needs_judge=True,
+    asks_persona=True,
     order=60,
     summary="Prompt-to-line, line-to-line and Q&A consistency.",
 )
