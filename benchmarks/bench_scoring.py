@@ -18,6 +18,34 @@ each prompt from its first token, as it did when no two consecutive judge prompt
 prefix. The difference is what the prompt layout and the call order buy (docs/scoring.md).
 
 The machine's load average is printed with the figures: they mean little on a busy machine.
+
+Figures (2-core machine shared with CI runs and another engineer's embedded-model runs, load
+average 4-5 throughout: the wall times are far from a quiet machine's, the token counts are
+not). Before: main at 3f13972; after: this branch.
+
+``--turns 6 --repeats 1`` before (measured at the start of this work with the same rollout
+recipe, load 2.1-2.5): 293 s, 48.9 s per judged turn, 23 model calls (4 of them retries),
+34,291 prompt tokens sent and about 27,800 evaluated (retries reuse their prompt). After: a
+4-turn run had scored 2 turns in 14 minutes at load 5-8, and was stopped; the figures on a
+quiet machine are still to be taken.
+
+The README's job (``loom-sim run configs/examples/mania_patient.yaml --turns 12``, seed 11,
+rolled out once with ``--no-score`` in 688 s at load 3-4, then scored by ``loom-sim score``):
+
+| | before | after |
+| --- | --- | --- |
+| judge requests / model calls, 12 turns | (stopped after 6 turns) | 35 / 39 |
+| prompt tokens sent, first 6 turns | 40,854 | 32,202 |
+| prompt tokens sent to the judge, 12 turns | about 105,000 (extrapolated) | 87,072 |
+| prompt tokens evaluated, 12 turns: judge (+ Q&A persona) | all but retries' | ~40,100 (48,486) |
+| first 6 turns scored, s | 784 (turns 3-5 shared the CPU with a second scoring) | 283 |
+| 12 turns scored, s | 350 on a quiet machine (issue 15; 2.6x its rollout) | 1,174 at load 4-5 |
+
+Turns 1-2, the only ones both runs scored under the same conditions: 46 s and 16 s before,
+14 s and 10 s after. The last turn costs the most after (444 s here): the dimensions call, the
+persona's four Q&A answers read from a 3,800-token prompt in a fresh llama.cpp instance (in
+``loom-sim run`` that instance still holds the rollout's last persona prompt, which shares
+most of it) and the Q&A call.
 """
 
 from __future__ import annotations
