@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,15 @@ import yaml
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "configs" / "examples"
 MANIA_PATH = EXAMPLES_DIR / "mania_patient.yaml"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests need SIGINT to arrive. A test run started in the background by a
+    non-interactive shell (a CI script's ``cmd &``) inherits SIGINT *ignored*, and so would
+    every program the tests start; handled here, it is back to default in those programs
+    (exec resets handled signals, but keeps ignored ones ignored)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
