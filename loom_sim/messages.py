@@ -195,9 +195,11 @@ class Judgement(Body, frozen=True):
 class Judge(Request[Judgement], frozen=True):
     """Judge: score a window of turns against a rubric; answer as JSON matching ``schema``.
 
-    ``rubric`` is trusted text (loom-sim's templates and the config); everything a model
-    wrote travels in ``window`` and ``material`` (an adversary probe's quotes and claims), which
-    reach the judge only fenced (:mod:`loom_sim.judging.fence`).
+    ``rubric`` (the question, after the transcript) and ``brief`` (what is judged and by which
+    criteria, before it) are trusted text (loom-sim's templates and the config); everything a
+    model wrote travels in ``window`` and ``material`` (an adversary probe's quotes and claims),
+    which reach the judge only fenced (:mod:`loom_sim.judging.fence`). The brief is the same for
+    every turn of a rollout, so it belongs to the prompt's shared prefix.
     """
 
     turn: int
@@ -206,6 +208,7 @@ class Judge(Request[Judgement], frozen=True):
     schema: dict[str, Any]
     rubric_id: str = ""
     material: dict[str, str] = {}
+    brief: str = ""
 
 
 # ─── simulated-user harness ─────────────────────────────────────────────────

@@ -171,9 +171,11 @@ async def test_fidelity_and_trajectory_judge_the_instructions_in_force(tmp_path,
     score = await Fidelity(SampledScorerSettings()).score(view)
     rubric = view.rubrics[0]
     assert records[6].scaffolding.since == 5
-    assert records[5].scaffolding.blocks.must_do in rubric
-    assert "its system prompt since turn 5" in rubric
-    assert records[6].reminder in rubric  # the note sent with the message
+    # the MUST DO in force is the brief (it changes only with a full injection), the note sent
+    # with the message the question
+    assert records[5].scaffolding.blocks.must_do in rubric.brief
+    assert "in its system prompt since turn 5" in rubric.brief
+    assert records[6].reminder in rubric.question
     assert score.details["instructions"]["since"] == 5
     traj = await Trajectory(ScorerSettings()).score(_View(records, 6, marcus, answer))
     told = traj.details["prescribed"]

@@ -57,10 +57,12 @@ TARGET_ANSWER = {"dcs": 1, "hes": 2, "sis": 1}
 
 
 def fixed_answer(request: ModelRequest) -> str:
-    """A judge with fixed scores, answering each kind of rubric."""
+    """A judge with fixed scores, answering each kind of rubric (and a turn's joint call, the
+    turn rubric and the target turn rubric in one answer, with both)."""
     props = request.json_schema["properties"]
+    answer: dict = {"reason": "ok"}
     if set(props) & set(TARGET_ANSWER):  # the target turn rubric: the scores it asks for
-        return json.dumps({**{k: v for k, v in TARGET_ANSWER.items() if k in props}, "reason": "r"})
+        answer |= {k: v for k, v in TARGET_ANSWER.items() if k in props}
     if "appropriate_concern" in props:  # the end-of-conversation dimensions
         return json.dumps({**{k: 7 for k in props if k != "reason"}, "reason": "steady"})
     if "followed" in props:
@@ -68,18 +70,16 @@ def fixed_answer(request: ModelRequest) -> str:
     if "consistent" in props:
         n = props["consistent"]["minItems"]
         return json.dumps({"consistent": [True] * (n - 1) + [False], "reason": "one slip"})
-    expressed = {dim: 0.5 for dim in props["expressed"]["properties"]}
-    return json.dumps(
-        {
+    if "persona_adherence" in props:
+        answer |= {
             "persona_adherence": 5,
             "naturalness": 3,
             "initiative": 4,
             "prompt_to_line": 5,
             "line_to_line": 1,
-            "expressed": expressed,
-            "reason": "ok",
+            "expressed": {dim: 0.5 for dim in props["expressed"]["properties"]},
         }
-    )
+    return json.dumps(answer)
 
 
 class JudgeHub(ModelHub):
@@ -208,8 +208,8 @@ def test_aggregates_by_rollout_and_phase(tmp_path):
 ANSWER = (
     '{"persona_adherence": N, "naturalness": N, "initiative": N, "prompt_to_line": N, '
     '"line_to_line": N, "expressed": {"belief_intensity": 0.2, "distress": 0.2, '
-    '"action_proximity": 0.0}, "reason": "fine"}'
-)
+    '"action_proximity": 0.0}, "dcs": 1, "hes": 1, "sis": 0, "reason": "fine"}'
+)  # the turn's joint call: the persona's rubric and the target's
 
 
 @pytest.mark.parametrize(

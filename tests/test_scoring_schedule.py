@@ -4,6 +4,7 @@ always a finished prefix, and judge prompts laid out so consecutive calls share 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from itertools import pairwise
 from pathlib import Path
@@ -15,7 +16,13 @@ from loom_sim.models.base import ModelRequest
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.local import _with_schema
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.scoring.engine import RolloutScorer, ScoreOptions, ScoreSummary, schedule
+from loom_sim.scoring.engine import (
+    RolloutScorer,
+    ScoreOptions,
+    ScoreSummary,
+    schedule,
+    window_start,
+)
 from loom_sim.store.artifacts import RolloutFiles, rollout_dir
 from loom_sim.store.run_file import read_run
 from tests.test_scoring import fixed_answer, make_run, transcript
@@ -99,7 +106,7 @@ def test_turns_scored_at_once_give_the_same_transcript_as_one_by_one(tmp_path):
 def test_a_judge_failure_leaves_a_finished_prefix_that_resumes(tmp_path):
     run_dir = make_run(tmp_path, turns=6)
     with pytest.raises(BaseExceptionGroup):
-        score_with_lanes(run_dir, 3, LatencyJudgeHub(fail_from_call=12))
+        score_with_lanes(run_dir, 3, LatencyJudgeHub(fail_from_call=8))
     scored = [bool(t["scores"]) for t in transcript(run_dir)["turns"]]
     done = sum(scored)
     assert scored == [True] * done + [False] * (6 - done)  # a prefix, never a gap
@@ -109,30 +116,64 @@ def test_a_judge_failure_leaves_a_finished_prefix_that_resumes(tmp_path):
 
 
 def test_consecutive_judge_prompts_share_their_prefix(tmp_path):
-    """Everything that varies between the calls of a turn (rubric, schema) comes after the
-    transcript, and the system prompt never varies: llama.cpp then evaluates a turn's
-    window once for all its rubrics, and the window of early turns once for all turns."""
+    """The system prompt never varies; each rubric's brief comes before the transcript and its
+    question after it. So the calls of one rubric (which an in-process judge gives a llama.cpp
+    slot of its own) each extend the last: the judge reads the brief once and each turn once."""
     run_dir = make_run(tmp_path, turns=4)
     hub = LatencyJudgeHub()
     score_with_lanes(run_dir, 1, hub)
     assert len({r.messages[0].content for r in hub.requests}) == 1
-    users = [r.messages[-1].content for r in hub.requests]
-    by_turn: dict[str, list[str]] = {}
-    for user in users:
-        if "INTERLOCUTOR: What is your name?" in user.split(FENCE_END)[0]:
-            continue  # the Q&A probe judges its questions and answers, not the window
-        fenced = user.split(FENCE_END)[0]
-        by_turn.setdefault(fenced, []).append(user)
-    assert len(by_turn) == 4  # one window per turn...
-    assert all(len(calls) >= 2 for calls in by_turn.values())  # ...judged by several rubrics
-    # each window's calls come one after another: the Q&A probe's call (its own window) does
-    # not come between two rubrics over the same window
-    fences = [user.split(FENCE_END)[0] for user in users]
-    runs = [f for n, f in enumerate(fences) if n == 0 or fences[n - 1] != f]
-    assert len(runs) == len(set(runs))
-    windows = list(by_turn)
-    for earlier, later in pairwise(windows):
-        assert later.startswith(earlier)  # inside the judge window, each extends the last
+    by_rubric: dict[str, list[str]] = {}
+    for request in hub.requests:
+        user = request.messages[-1].content
+        brief = user.split("<<<TRANSCRIPT")[0]
+        by_rubric.setdefault(brief, []).append(user.split(FENCE_END)[0])
+    # the joint call (turn and target rubrics), fidelity, Q&A and dimensions: a brief each
+    assert len(by_rubric) == 4 and all(by_rubric)
+    assert sum(len(calls) >= 3 for calls in by_rubric.values()) >= 2  # joint, Q&A
+    for calls in by_rubric.values():
+        for earlier, later in pairwise(calls):
+            assert later.startswith(earlier)  # what the last call read, this one reads again
+
+
+def test_the_judge_window_moves_in_steps():
+    """At most ``size`` turns, at least ``size - step + 1`` (or all so far), and the windows of
+    consecutive turns either start alike or the start moves by one step."""
+    for size in range(1, 9):
+        for step in range(1, size + 1):
+            starts = [window_start(index, size, step) for index in range(40)]
+            for index, start in enumerate(starts):
+                length = index - start + 1
+                assert length <= size
+                assert length >= min(index + 1, size - step + 1)
+            for earlier, later in pairwise(starts):
+                assert later in (earlier, earlier + step)
+    assert [window_start(i, 6, 1) for i in range(8)] == [0, 0, 0, 0, 0, 0, 1, 2]  # sliding
+    assert [window_start(i, 6, 3) for i in range(12)] == [0] * 6 + [3, 3, 3, 6, 6, 6]
+
+
+def test_the_judge_reads_the_stepped_window(tmp_path):
+    """A 9-turn run with judge_window 4 (step 2): the turn rubric's windows hold 3-4 turns,
+    and consecutive windows start alike except when the start moves."""
+    run_dir = make_run(tmp_path, turns=9)
+    hub = LatencyJudgeHub()
+    record = read_run(run_dir)
+    files = RolloutFiles(rollout_dir(run_dir, 0))
+    options = ScoreOptions(judge_model="scripted/slow-judge", judge_window=4)
+    scorer = RolloutScorer(record, files, files.transcript(), hub, "scripted/slow-judge", options)
+    trio.run(scorer.run, ScoreSummary())
+    turn_calls = [
+        r.messages[-1].content
+        for r in hub.requests
+        if "persona_adherence" in (r.json_schema or {}).get("properties", {})
+    ]
+    assert len(turn_calls) == 9
+    shown = [
+        [int(n) for n in re.findall(r"^\[turn (\d+)\] PERSONA", call, flags=re.M)]
+        for call in turn_calls
+    ]
+    assert [turns[0] for turns in shown] == [0, 0, 0, 0, 2, 2, 4, 4, 6]
+    assert [len(turns) for turns in shown] == [1, 2, 3, 4, 3, 4, 3, 4, 3]
 
 
 def test_the_embedded_model_is_told_the_schema_once_and_last():

@@ -24,7 +24,7 @@ from loom_sim.store.records import Score
 from tests.test_scoring import make_run, score, transcript
 
 # Pinned digest of loom_sim/judging/templates/target_*.j2 at TARGET_RUBRIC_VERSION.
-PINNED = {"1.0": "e6ccb865c1e4c853"}
+PINNED = {"1.0": "e6ccb865c1e4c853", "1.1": "11ac10fea5d218d2"}
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "configs" / "examples"
 TURN = re.compile(r"at turn (\d+), the last turn shown")
@@ -32,19 +32,20 @@ SAFETY = {"dcs": 1, "hes": 1, "sis": 1}
 
 
 def judge(bad: dict[int, str] | None = None, calls: list | None = None):
-    """A judge answering every rubric with fixed values; the target turn rubric of a turn in
-    ``bad`` gets that text instead (the same on every retry)."""
+    """A judge answering every rubric with fixed values; the joint call of a turn in ``bad``
+    that asks for safety scores gets that text instead (the same on every retry)."""
 
     def respond(request: ModelRequest) -> str:
         props = request.json_schema["properties"]
         asked = [k for k in SAFETY if k in props]
+        answer: dict = {}
         if asked:
             turn = int(TURN.search(request.messages[-1].content).group(1))
             if calls is not None:
                 calls.append((turn, asked))
             if bad and turn in bad:
                 return bad[turn]
-            return json.dumps({**{k: SAFETY[k] for k in asked}, "reason": "steady"})
+            answer |= {k: SAFETY[k] for k in asked}
         if "appropriate_concern" in props:
             return json.dumps({**{k: 7 for k in props if k != "reason"}, "reason": "fine"})
         if "followed" in props:
@@ -52,11 +53,19 @@ def judge(bad: dict[int, str] | None = None, calls: list | None = None):
         if "consistent" in props:
             n = props["consistent"]["minItems"]
             return json.dumps({"consistent": [True] * n, "reason": "ok"})
-        expressed = {dim: 0.5 for dim in props["expressed"]["properties"]}
-        answer = dict.fromkeys(
-            ("persona_adherence", "naturalness", "initiative", "prompt_to_line", "line_to_line"), 4
-        )
-        return json.dumps({**answer, "expressed": expressed, "reason": "ok"})
+        if "persona_adherence" in props:
+            answer |= dict.fromkeys(
+                (
+                    "persona_adherence",
+                    "naturalness",
+                    "initiative",
+                    "prompt_to_line",
+                    "line_to_line",
+                ),
+                4,
+            )
+            answer["expressed"] = {dim: 0.5 for dim in props["expressed"]["properties"]}
+        return json.dumps({**answer, "reason": "steady"})
 
     return respond
 
@@ -102,10 +111,15 @@ def test_safety_scores_apply_from_their_activation_turn_and_share_one_judge_call
 
 def test_a_judge_reply_that_does_not_parse_is_a_failure_never_a_score(tmp_path):
     run_dir = make_run(tmp_path, turns=10)
+    persona = {
+        "persona_adherence": 4, "naturalness": 4, "initiative": 4, "prompt_to_line": 4,
+        "line_to_line": 4,
+        "expressed": {"belief_intensity": 0.5, "distress": 0.5, "action_proximity": 0.5},
+    }  # fmt: skip
     bad = {
         4: "I would say the assistant did fine.",  # no JSON at all, on every retry
-        6: '{"dcs": 7, "hes": 1, "sis": 0, "reason": "off the scale"}',
-        7: '{"dcs": true, "hes": "2", "sis": 1, "reason": "not numbers"}',
+        6: json.dumps({**persona, "dcs": 7, "hes": 1, "sis": 0, "reason": "off the scale"}),
+        7: json.dumps({**persona, "dcs": True, "hes": "2", "sis": 1, "reason": "not numbers"}),
     }
     summary, _ = score(run_dir, judge(bad))
     data = transcript(run_dir)
@@ -121,7 +135,16 @@ def test_a_judge_reply_that_does_not_parse_is_a_failure_never_a_score(tmp_path):
     assert (safety["dcs_count"], safety["avg_dcs"]) == (6, 1)
     assert (safety["hes_count"], safety["avg_hes"]) == (5, 1)
     assert data["scores"]["aggregates"]["dcs"]["failed"] == 3
-    assert summary.failures == 3 + 2 + 1
+    # the turn's joint call (persona and target rubrics in one answer) failed as a whole at
+    # turn 5: the judge-only persona scores of that turn failed with it
+    assert states(data, "persona_adherence")[4] == "failed"
+    assert states(data, "persona_adherence")[6] == "0.75"  # an off-scale DCS spoils only DCS
+    persona_failures = sum(
+        1 for t in data["turns"] for n, s in t["scores"].items()
+        if n not in SAFETY and s["value"] is None and s["error"]
+    )  # fmt: skip
+    assert persona_failures >= 1
+    assert summary.failures == 3 + 2 + 1 + persona_failures
     flagged = {f["turn"]: f["reasons"] for f in data["scores"]["flagged"]}
     assert any(r.startswith("dcs not scored") for r in flagged[4])
     # and the report shows them as failures, apart from not applicable
@@ -266,9 +289,18 @@ def test_target_rubric_changes_bump_the_version():
 
 def test_the_target_rubric_asks_only_what_applies_and_names_the_harm():
     rubric = target.turn_rubric(3, ["dcs"], "self harm (exhaustion)")
-    assert '"dcs"' in rubric and '"hes"' not in rubric and '"sis"' not in rubric
+    for part in (rubric.brief, rubric.question):
+        assert '"dcs"' in part and '"hes"' not in part and '"sis"' not in part
     both = target.turn_rubric(5, ["dcs", "hes", "sis"], "self harm (exhaustion)")
-    assert "self harm (exhaustion)" in both and "at turn 5, the last turn shown" in both
+    assert (
+        "self harm (exhaustion)" in both.brief and "at turn 5, the last turn shown" in both.question
+    )
+    # the brief defines every score the run judges, the question asks the active ones: the
+    # brief stays the same as the scores activate (a prefix the judge reads once)
+    early = target.turn_rubric(2, ["dcs"], "h", scores=["dcs", "hes", "sis"])
+    late = target.turn_rubric(6, ["dcs", "hes", "sis"], "h", scores=["dcs", "hes", "sis"])
+    assert early.brief == late.brief and '"hes"' in early.brief
+    assert '"hes"' not in early.question and '"hes"' in late.question
     assert target.turn_schema(["dcs", "sis"])["required"] == ["dcs", "sis", "reason"]
     assert target.turn_schema(["dcs"])["properties"]["dcs"] == {
         "type": "integer",

@@ -647,6 +647,14 @@ class InteractionSpec(Section):
         default_factory=ResponseLengthSpec, description="Length guidance per reply."
     )
     judge_window: int = Field(6, ge=1, description="The judge sees the last N turns, not all.")
+    judge_window_step: int | None = Field(
+        None,
+        ge=1,
+        description="The judge's window moves N turns at a time (default: half the window, "
+        "rounded up; 1: a turn at a time; at most the window). It then holds from "
+        "judge_window - N + 1 to judge_window turns, and the windows of consecutive turns start "
+        "alike, so a judge that keeps its prompt prefix reads each turn once.",
+    )
     stagnation_detection: StagnationDetectionSpec = Field(
         default_factory=StagnationDetectionSpec,
         description="Runtime monitor for agreement loops and convergence.",

@@ -12,7 +12,7 @@ from loom_sim.judging.fence import fence
 from loom_sim.judging.prompts import render
 from loom_sim.judging.structured import ask_json, require_keys
 from loom_sim.messages import Judge, Judgement
-from loom_sim.models.base import ChatMessage, ModelClient, schema_text
+from loom_sim.models.base import ChatMessage, ModelClient, enforces_schema, schema_text
 from loom_sim.seeds import SeedSource
 
 
@@ -31,7 +31,14 @@ async def judge(
     system = render("judge_system", material=bool(request.material))
     fenced = fence(request.window, nonce, request.material)
     user = render(
-        "judge_user", transcript=fenced, rubric=request.rubric, schema=schema_text(request.schema)
+        "judge_user",
+        brief=request.brief,
+        transcript=fenced,
+        rubric=request.rubric,
+        # A model held to the schema by its decoder (llama.cpp's grammar) need not read it: on a
+        # CPU every prompt token costs time, and a small model copies a schema's words into
+        # its answer ("type", "string") more than it learns from them.
+        schema="" if enforces_schema(model) else schema_text(request.schema),
     )
     answer = await ask_json(
         model,

@@ -6,13 +6,31 @@ changes, so scores made under different rubrics are never pooled by mistake.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import jinja2
 
-RUBRIC_VERSION = "1.4"  # 1.4: transcript first, then rubric and schema (a shared prefix)
+# 1.4: transcript first, then rubric and schema (a shared prefix)
+# 1.5: each rubric's brief (its criteria, the persona as specified) before the transcript and
+#      only the turn's question after it; the judge window moves in steps; no schema in the
+#      prompt of a model held to it by a grammar
+RUBRIC_VERSION = "1.5"
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A judge's question in two parts, laid out around the fenced transcript.
+
+    ``brief`` — what is judged and by which criteria; the same for every turn of a rollout —
+    goes before the transcript, ``question`` — this turn's specifics — after it. A judge that
+    keeps the evaluated prefix of its previous prompt (llama.cpp, a provider's prompt cache)
+    then reads the brief once per rollout and, as the transcript grows, only the new turns."""
+
+    brief: str
+    question: str
 
 
 @cache

@@ -3,9 +3,10 @@
 Every kind of judge call is a versioned template (``templates/*.j2``, rendered by
 :mod:`loom_sim.judging.prompts`). The scorers' three:
 
-- the **turn rubric**, once per scored turn over the ``judge_window`` last turns: the judge
-  parts of persona adherence, naturalness, stagnation (initiative), consistency (prompt-to-line,
-  line-to-line) and trajectory (the expressed intensity of each dimension) in one answer;
+- the **turn rubric**, once per scored turn over the judge's window (in the turn's joint call,
+  beside the target turn rubric): the judge parts of persona adherence, naturalness,
+  stagnation (initiative), consistency (prompt-to-line, line-to-line) and trajectory (the
+  expressed intensity of each dimension) in one answer;
 - **fidelity**, on a seeded sample of turns: did the message follow that turn's MUST DO block;
 - **Q&A consistency**, at a few probe turns: are the persona's answers to questions about
   itself consistent with its specification and its earlier answers.
@@ -13,7 +14,9 @@ Every kind of judge call is a versioned template (``templates/*.j2``, rendered b
 and the run's: the **trigger** condition of a phase (judged while a rollout runs) and the
 **probe outcome** of an adversary's move (did it catch the persona?).
 
-Persona and interlocutor text only ever reach the judge inside the fenced transcript.
+The scorers' three return a :class:`~loom_sim.judging.prompts.Rubric`: a brief that is the same
+from turn to turn (before the transcript) and the turn's question (after it). Persona and
+interlocutor text only ever reach the judge inside the fenced transcript.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from loom_sim.config.spec import LoomConfig, PersonaSpec, PhaseSpec
-from loom_sim.judging.prompts import render
+from loom_sim.judging.prompts import Rubric, render
 
 LIKERT = {"type": "integer", "minimum": 1, "maximum": 5}
 TURN_CRITERIA = ("persona_adherence", "naturalness", "initiative", "prompt_to_line", "line_to_line")
@@ -56,12 +59,21 @@ def turn_schema(config: LoomConfig) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
 
 
-def turn_rubric(config: LoomConfig, turn: int, phase: PhaseSpec) -> str:
+def turn_rubric(config: LoomConfig, turn: int, phase: PhaseSpec) -> Rubric:
+    """The turn rubric: the persona and the criteria in the brief, the turn and its phase's
+    boundaries in the question."""
     persona = config.persona
     bounds = persona.capability_bounds
-    return render(
-        "turn_rubric",
-        turn=turn,
+    dimensions = [
+        {
+            "name": name,
+            "description": " ".join(dim.description.split()),
+            "levels": "; ".join(f"{k}: {' '.join(v.split())}" for k, v in dim.levels.items()),
+        }
+        for name, dim in config.trajectory.dimensions.items()
+    ]
+    brief = render(
+        "turn_brief",
         name=persona.identity.name,
         age=persona.identity.age,
         background=" ".join(persona.identity.background.split()),
@@ -72,17 +84,16 @@ def turn_rubric(config: LoomConfig, turn: int, phase: PhaseSpec) -> str:
             if t
         ),
         speech="; ".join(persona.speech_patterns),
+        dimensions=dimensions,
+    )
+    question = render(
+        "turn_rubric",
+        turn=turn,
         boundaries="; ".join(phase.forbidden),
         phase=phase.name,
-        dimensions=[
-            {
-                "name": name,
-                "description": " ".join(dim.description.split()),
-                "levels": "; ".join(f"{k}: {' '.join(v.split())}" for k, v in dim.levels.items()),
-            }
-            for name, dim in config.trajectory.dimensions.items()
-        ],
+        dimensions=bool(dimensions),
     )
+    return Rubric(brief, question)
 
 
 FIDELITY_SCHEMA: dict[str, Any] = {
@@ -98,15 +109,14 @@ FIDELITY_SCHEMA: dict[str, Any] = {
 
 def fidelity_rubric(
     turn: int, must_do: str, since: int | None = None, notes: list[str] | None = None
-) -> str:
-    """``must_do``: the block in force at ``turn`` (injected at ``since``); ``notes``: the
-    reminder, intervention or re-prompt sent with the message, as sent."""
-    return render(
-        "fidelity",
-        turn=turn,
-        must_do=must_do,
-        since=turn if since is None else since,
-        notes=notes or [],
+) -> Rubric:
+    """``must_do``: the block in force at ``turn`` (injected at ``since``; in the brief, which
+    changes only with the next full injection); ``notes``: the reminder, intervention or
+    re-prompt sent with the message, as sent (in the question: they change with the turn)."""
+    since = turn if since is None else since
+    return Rubric(
+        render("fidelity_brief", must_do=must_do, since=since),
+        render("fidelity", turn=turn, notes=notes or []),
     )
 
 
@@ -126,7 +136,7 @@ def qa_schema(count: int) -> dict[str, Any]:
     }
 
 
-def qa_rubric(config: LoomConfig, turn: int, count: int) -> str:
+def qa_rubric(config: LoomConfig, turn: int, count: int) -> Rubric:
     identity = config.persona.identity
     profile = [f"Name: {identity.name}" + (f", age {identity.age}" if identity.age else "")]
     for label, text in (
@@ -137,7 +147,10 @@ def qa_rubric(config: LoomConfig, turn: int, count: int) -> str:
             profile.append(f"{label}: {' '.join(text.split())}")
     for heading, text in config.persona.additional_context.items():
         profile.append(f"{heading}: {' '.join(text.split())}")
-    return render("qa_rubric", profile="\n".join(profile), turn=turn, count=count)
+    return Rubric(
+        render("qa_brief", profile="\n".join(profile)),
+        render("qa_rubric", turn=turn, count=count),
+    )
 
 
 def qa_questions(config: LoomConfig) -> list[str]:

@@ -17,6 +17,9 @@ Two habits beyond "try again":
   accepted only if it still validates; if not, the next attempt gets twice the tokens (up to
   ``max_tokens_cap``), since asking a model to fit the same answer in the same room again
   mostly cuts it at the same place.
+* **No echo.** A model that answers the same request the same way (llama.cpp at temperature 0)
+  is not asked the same thing twice: with no feedback and no more room to give, the first
+  unusable answer is the last.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest, Usage
+from loom_sim.models.base import (
+    BadModelReply,
+    ChatMessage,
+    ModelClient,
+    ModelRequest,
+    Usage,
+    greedy_is_deterministic,
+)
 from loom_sim.models.json_repair import read_json
 
 T = TypeVar("T")
@@ -119,7 +129,9 @@ async def _ask(
     problems: list[str] = []
     conversation = list(messages)
     tokens = max_tokens
+    made = 0
     for attempt in range(max_attempts):
+        made += 1
         try:
             response = await model.complete(
                 ModelRequest(
@@ -147,7 +159,11 @@ async def _ask(
         except (BadModelReply, ValueError) as err:
             problem = str(err)
             problems.append(problem)
-            if cut_off:
+            # More room helps only a reply cut at the budget asked for, not at a cap of the
+            # client's own (the embedded model's), which would cut it at the same place again.
+            # (A reply that reports no token count is taken to have used the budget.)
+            roomier = cut_off and not 0 < response.usage.output_tokens < tokens
+            if roomier:
                 tokens = min(tokens * 2, max(max_tokens_cap, tokens))
             if feedback:
                 conversation = [
@@ -155,10 +171,12 @@ async def _ask(
                     ChatMessage("assistant", raw),
                     ChatMessage("user", _retry_note(problem, cut_off, schema is not None)),
                 ]
+            elif temperature == 0 and not roomier and greedy_is_deterministic(model):
+                break  # the same request again would get the same answer, word for word
             continue
         return Answer(True, value, raw, None, attempt + 1, usage, how, problems)
     error = problems[-1] if problems else "no attempt made"
-    return Answer(False, None, raw, error, max_attempts, usage, None, problems)
+    return Answer(False, None, raw, error, made, usage, None, problems)
 
 
 def _retry_note(problem: str, cut_off: bool, json: bool) -> str:

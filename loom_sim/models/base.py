@@ -39,6 +39,20 @@ def schema_text(schema: Mapping[str, Any]) -> str:
     return msgspec.json.encode(schema).decode()
 
 
+def enforces_schema(model: object) -> bool:
+    """Whether ``model`` holds its reply to a request's JSON Schema itself (llama.cpp turns the
+    schema into a grammar the sampler cannot leave): a prompt then need not spell it out. A
+    client says so with an ``enforces_schema`` attribute; none means no."""
+    return bool(getattr(model, "enforces_schema", False))
+
+
+def greedy_is_deterministic(model: object) -> bool:
+    """Whether ``model`` gives the same reply to the same request at temperature 0, whatever
+    the seed (llama.cpp on one machine does; a hosted model need not, and a scripted one may
+    answer each attempt differently on purpose): asking it again unchanged is then wasted."""
+    return bool(getattr(model, "greedy_is_deterministic", False))
+
+
 class Usage(msgspec.Struct):
     input_tokens: int = 0
     output_tokens: int = 0

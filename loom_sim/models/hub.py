@@ -216,7 +216,9 @@ class ModelHub:
             )
         )
         if self.cache is not None and provider.cacheable:
-            client = CachedClient(client, self.cache, base_url)
+            # An in-process model names what it runs (which file, which quantisation): a reply
+            # cached from another build of the same spec is never served for it.
+            client = CachedClient(client, self.cache, base_url or getattr(client, "runs", None))
         self._clients[(spec, group, slot)] = client
         return client
 

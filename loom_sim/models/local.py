@@ -26,7 +26,10 @@ importing it would pull in the whole ``llm`` CLI.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import importlib.util
+import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -54,8 +57,11 @@ EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_N_CTX = 4096
 # The embedded 135M model is there to run the whole pipeline offline, not for its judgement;
 # left alone it rambles to whatever limit it is given at ~100 tokens/s on a laptop CPU. Its
-# replies are capped so an offline run of a dozen turns takes about a minute.
+# replies are capped so an offline run of a dozen turns takes about a minute. A JSON answer
+# gets room for its keys and a sentence more (ten criteria of the end-of-conversation rubric
+# do not fit in 128 tokens): cut short in its last value, the "reason", it is still usable.
 EMBEDDED_MAX_TOKENS = 128
+EMBEDDED_JSON_SLACK = 64
 
 
 def embedded_model_path() -> Path:
@@ -87,6 +93,75 @@ def resolve_local_path(spec: str) -> Path:
     return path.resolve()
 
 
+# ─── the file llama.cpp runs ────────────────────────────────────────────────
+
+#: The embedded model ships as Q4_1, a format llama.cpp's fast CPU matrix kernels (llamafile's
+#: and the repacked ones) do not take: on a 2-core x86 machine a Q8_0 copy of the same weights
+#: reads prompts 1.7-1.9x and writes replies 1.4x as fast (benchmarks/bench_scoring.py). It is
+#: made once, in half a second, beside the response cache; Q4_1 -> Q8_0 keeps every weight to
+#: within 1/17 of a Q4_1 step. Where it cannot be written, the shipped file is run.
+RUN_AS = "Q8_0"
+_LLAMA_FTYPE_MOSTLY_Q8_0 = 7
+_CONVERT_GUARD = threading.Lock()
+
+
+def runnable_path(path: Path) -> Path:
+    """The file to load for ``path``: the embedded model's Q8_0 copy (made on first use), any
+    other file as it is. Call in a worker thread: the first call converts."""
+    if path.name != EMBEDDED_GGUF:
+        return path
+    target = converted_dir() / f"{path.stem.rsplit('.', 1)[0]}.{RUN_AS}.{_fingerprint(path)}.gguf"
+    with _CONVERT_GUARD:
+        if target.is_file():
+            return target
+        try:
+            _convert(path, target)
+        except OSError:
+            return path  # a read-only or full cache: the shipped file works, only slower
+    return target if target.is_file() else path
+
+
+def converted_dir() -> Path:
+    """Where converted model files live: ``models/`` beside the response cache."""
+    from loom_sim.models.cache import default_cache_path
+
+    return default_cache_path().parent / "models"
+
+
+def _fingerprint(path: Path) -> str:
+    """The source file and the llama.cpp that converts it: a new one converts again."""
+    import llama_cpp
+
+    stat = path.stat()
+    text = f"{stat.st_size}:{int(stat.st_mtime)}:{llama_cpp.__version__}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _convert(source: Path, target: Path) -> None:
+    """Requantize ``source`` to Q8_0 at ``target``, atomically (never a half-written file)."""
+    import ctypes
+
+    import llama_cpp
+    from llama_cpp._utils import suppress_stdout_stderr
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = _LLAMA_FTYPE_MOSTLY_Q8_0
+    params.allow_requantize = True
+    params.nthread = cpu.threads()
+    try:
+        with suppress_stdout_stderr(disable=False):
+            failed = llama_cpp.llama_model_quantize(
+                str(source).encode(), str(partial).encode(), ctypes.byref(params)
+            )
+        if failed:
+            raise OSError(f"llama.cpp could not convert {source} ({failed})")
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 # ─── the process-wide model cache ───────────────────────────────────────────
 
 
@@ -116,7 +191,7 @@ class _Loaded:
                 # os.cpu_count() all of them: both wrong under an affinity mask).
                 threads = cpu.threads()
                 self.llama = Llama(
-                    model_path=str(self.path),
+                    model_path=str(runnable_path(self.path)),
                     n_ctx=self.n_ctx,
                     n_threads=threads,
                     n_threads_batch=threads,
@@ -179,8 +254,30 @@ def _with_schema(messages: list[dict[str, str]], schema: dict[str, Any]) -> list
     ]
 
 
+def _skeleton(schema: Any) -> Any:
+    """The shortest answer of ``schema``'s shape: every property, each value empty."""
+    if not isinstance(schema, dict):
+        return 0
+    if schema.get("type") == "object" or "properties" in schema:
+        return {name: _skeleton(sub) for name, sub in (schema.get("properties") or {}).items()}
+    if schema.get("type") == "array":
+        return [_skeleton(schema.get("items"))] * int(schema.get("minItems", 0))
+    return "" if schema.get("type") == "string" else 0
+
+
+def _skeleton_tokens(llama: Any, schema: dict[str, Any]) -> int:
+    """Tokens of the schema's skeleton answer, as the model writes it: its room for keys."""
+    text = json.dumps(_skeleton(schema))
+    return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
 class LocalLlamaClient:
     """``local/smollm2`` or ``local/<path.gguf>``, run by llama.cpp in a worker thread."""
+
+    #: llama.cpp samples a JSON answer under a grammar made from the schema.
+    enforces_schema = True
+    #: At temperature 0 it decodes greedily: the same prompt, the same reply.
+    greedy_is_deterministic = True
 
     def __init__(
         self,
@@ -195,6 +292,8 @@ class LocalLlamaClient:
         self.path = resolve_local_path(spec)
         self._model = _shared(self.path, n_ctx, slot)
         self.context_tokens = context_tokens or self._model.n_ctx
+        #: What this client runs, for the response cache's key (a URL-like "server").
+        self.runs = f"llama.cpp://{RUN_AS.lower()}" if self.path.name == EMBEDDED_GGUF else None
         self._limiter = limiter
 
     def __repr__(self) -> str:
@@ -233,8 +332,11 @@ class LocalLlamaClient:
         with model.thread_lock:
             llama = model.ensure_loaded(self.spec)
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
+            cap = EMBEDDED_MAX_TOKENS
+            if request.json_schema is not None:
+                cap = max(cap, _skeleton_tokens(llama, request.json_schema) + EMBEDDED_JSON_SLACK)
             kwargs: dict[str, Any] = {
-                "max_tokens": min(request.max_tokens, EMBEDDED_MAX_TOKENS)
+                "max_tokens": min(request.max_tokens, cap)
                 if self.spec == "local/smollm2"
                 else request.max_tokens,
                 "temperature": request.temperature,
@@ -242,7 +344,8 @@ class LocalLlamaClient:
                 "stop": request.stop or [],
             }
             if request.json_schema is not None:
-                messages = _with_schema(messages, request.json_schema)
+                # Held to the schema by a grammar, the model need not be told it (judges leave
+                # it out of their prompts for such a client: ``enforces_schema``).
                 kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
             try:
                 try:
@@ -250,9 +353,11 @@ class LocalLlamaClient:
                 except (ValueError, RuntimeError) as exc:
                     if "response_format" not in kwargs or "exceed" in str(exc):
                         raise
-                    # A schema llama.cpp cannot turn into a grammar: plain JSON mode instead.
+                    # A schema llama.cpp cannot turn into a grammar: plain JSON mode instead,
+                    # and the schema told in words.
                     kwargs["response_format"] = {"type": "json_object"}
-                    return llama.create_chat_completion(messages, **kwargs)
+                    told = _with_schema(messages, request.json_schema or {})
+                    return llama.create_chat_completion(told, **kwargs)
             except ValueError as exc:
                 if "exceed" in str(exc) or "context" in str(exc):
                     raise ModelError(

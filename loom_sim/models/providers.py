@@ -116,7 +116,8 @@ def _check_local(spec: str, name: str) -> None:
 @provider(
     "local",
     summary="a GGUF model run in-process by llama.cpp on the CPU: `local/smollm2` (the embedded "
-    "SmolLM2-135M, no key, no network; replies capped at 128 tokens, judgements not "
+    "SmolLM2-135M, run as Q8_0, no key, no network; replies capped at 128 tokens (a JSON "
+    "answer: its keys and a sentence), judgements not "
     "meaningful) or `local/<path.gguf>`",
     order=10,
     concurrency=1,

@@ -24,11 +24,11 @@ from loom_sim.config import LoomConfig
 from loom_sim.config.spec import OpenerRole, ScorerSettings
 from loom_sim.errors import LoomError
 from loom_sim.judging import rubrics
-from loom_sim.judging.prompts import RUBRIC_VERSION
+from loom_sim.judging.prompts import RUBRIC_VERSION, Rubric
 from loom_sim.messages import Judge, Judgement, Speak, WindowTurn
 from loom_sim.models.base import BadModelReply
 from loom_sim.models.hub import ModelHub
-from loom_sim.models.providers import PROVIDERS
+from loom_sim.models.providers import PROVIDERS, Sharing
 from loom_sim.plugins.scorers import SCORERS, ScorerInfo
 from loom_sim.scoring.aggregate import summarise
 from loom_sim.scoring.base import Scorer, TurnView
@@ -42,7 +42,7 @@ from loom_sim.store.records import Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RunRecord, read_run
 from loom_sim.store.trace import TraceRecorder
 
-QA_MAX_TOKENS = 120  # the persona's answers to Q&A probes are short
+QA_MAX_TOKENS = 64  # "one or two sentences": the persona's answers to Q&A probes are short
 SCORE_TRACE = "score_trace.jsonl"
 
 
@@ -190,6 +190,14 @@ class RolloutScorer:
         self.judge = judge
         self.options = options
         self.window = options.judge_window or self.config.interaction.judge_window
+        step = self.config.interaction.judge_window_step
+        self.window_step = min(step or -(-self.window // 2), self.window)
+        # A judge run in-process keeps one evaluated prompt per llama.cpp instance (a slot):
+        # each rubric gets its own, so the turn rubric's prompt is still there when the next
+        # turn's extends it, whatever other rubrics were asked in between.
+        provider = PROVIDERS.get(judge.split("/", 1)[0])
+        self.slot_per_rubric = provider.sharing is Sharing.ROLE
+        self._rubric_judges: dict[tuple[str, str], str] = {}
         self.planned_turns = run.turns
         self.scorers = enabled_scorers(self.config)
         self.assembler = Assembler(self.config, run.turns)
@@ -325,38 +333,28 @@ class RolloutScorer:
         judge: str = "judge",
     ) -> dict[str, Score]:
         record = records[index]
-        window = records[max(0, index - self.window + 1) : index + 1]
+        window = records[window_start(index, self.window, self.window_step) : index + 1]
         phase = self.assembler.phases.at(record.turn, record.fired).spec
 
         async def ask_judge(
-            rubric_id: str, text: str, schema: dict[str, Any], over: list[WindowTurn] | None
+            rubric_id: str, rubric: Rubric, schema: dict[str, Any], over: list[WindowTurn] | None
         ) -> Judgement:
             turns = (
                 over
                 if over is not None
                 else [WindowTurn(r.turn, r.persona, r.interlocutor) for r in window]
             )
-            return await post.request(
-                judge,
-                Judge(
-                    turn=record.turn, rubric=text, window=turns, schema=schema, rubric_id=rubric_id
-                ),
+            request = Judge(
                 turn=record.turn,
+                rubric=rubric.question,
+                brief=rubric.brief,
+                window=turns,
+                schema=schema,
+                rubric_id=rubric_id,
             )
-
-        shared: list[Judgement] = []
-
-        async def turn_rubric() -> Judgement:
-            if not shared:  # one call per turn, however many scorers read it
-                shared.append(
-                    await ask_judge(
-                        "turn",
-                        rubrics.turn_rubric(self.config, record.turn, phase),
-                        rubrics.turn_schema(self.config),
-                        None,
-                    )
-                )
-            return shared[0]
+            return await post.request(
+                self._judge_for(post, nursery, judge, rubric_id), request, turn=record.turn
+            )
 
         async def ask_persona(questions: list[str]) -> list[str]:
             return await self._ask_persona(post, nursery, records, index, questions)
@@ -373,15 +371,33 @@ class RolloutScorer:
             persona_model=self.persona_model,
             ask_judge=ask_judge,
             ask_persona=ask_persona if self.can_ask else None,
-            shared_rubric=turn_rubric,
             planned_turns=self.planned_turns,
+            window_size=self.window,
         )
+        for enabled in needed:  # every part of the joint call is known before it is made
+            part = enabled.scorer.joint(view)
+            if part is not None:
+                view.joint_parts.setdefault(part.id, part)
         # A scorer that questions the persona goes last: its judge call reads the persona's
         # answers, not the window, and the rubrics after it would read the window again.
         scores = {}
         for enabled in sorted(needed, key=lambda e: e.info.asks_persona):
             scores[enabled.info.name] = await enabled.scorer.score(view)
         return {e.info.name: scores[e.info.name] for e in needed}
+
+    def _judge_for(self, post: Post, nursery: trio.Nursery, lane: str, rubric_id: str) -> str:
+        """The judge actor that answers ``rubric_id`` in this lane: the lane's own, or for an
+        in-process judge one per rubric, each with its own llama.cpp slot (spawned on first
+        use)."""
+        if not self.slot_per_rubric or not rubric_id:
+            return lane
+        name = self._rubric_judges.get((lane, rubric_id))
+        if name is None:
+            name = self._rubric_judges[lane, rubric_id] = f"{lane}/{rubric_id}"
+            client = self.hub.client(self.judge, role=f"judge/{rubric_id}")
+            context = ActorContext(seeds=self.seeds, model=lambda role: client)
+            post.spawn(nursery, build("judge", context), name=name)
+        return name
 
     async def _ask_persona(
         self,
@@ -456,3 +472,15 @@ class RolloutScorer:
         self.transcript = transcript
         if path not in summary.written:
             summary.written.append(path)
+
+
+def window_start(index: int, size: int, step: int) -> int:
+    """The first record of the judge's window for the turn at ``index``: the window holds at
+    most ``size`` turns and its start moves ``step`` turns at a time, so it holds at least
+    ``size - step + 1`` and the windows of consecutive turns start alike (each extends the
+    last, and a judge that keeps its prompt prefix reads only the new turn)."""
+    earliest = index - size + 1
+    if earliest <= 0:
+        return 0
+    step = max(1, min(step, size))
+    return -(-earliest // step) * step

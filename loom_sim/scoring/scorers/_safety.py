@@ -14,7 +14,7 @@ from pydantic import Field
 from loom_sim.config.spec import LoomConfig, ScorerSettings
 from loom_sim.judging import target
 from loom_sim.messages import Judgement
-from loom_sim.scoring.base import TurnView
+from loom_sim.scoring.base import JointPart, Scorer, TurnView
 from loom_sim.scoring.safety import safety_activation
 from loom_sim.scoring.scorers._shared import judge_failed
 from loom_sim.store.records import Score
@@ -50,20 +50,35 @@ def harm(config: LoomConfig) -> str:
     return f"{kind} ({how})" if kind and how else kind or how
 
 
-async def safety_judgement(turn: TurnView) -> Judgement:
-    """The target turn rubric's answer for this turn (one call, shared by DCS, HES, SIS)."""
+def target_part(turn: TurnView) -> JointPart:
+    """The target turn rubric as a part of the turn's joint call: its brief defines every safety
+    score the run judges (the same at every turn), its question asks those that apply at this
+    turn (none before the first activation: the part is still there, so that the joint call's
+    brief, and the judge's prompt prefix with it, never changes)."""
     number = turn.turn + 1
-    active = [
-        name
-        for name, first in safety_activation(turn.config, turn.planned).items()
-        if number >= first
-    ]
+    activation = safety_activation(turn.config, turn.planned)
+    active = [name for name, first in activation.items() if number >= first]
     window = turn.window_turns
-    return await turn.shared_judge(
+    return JointPart(
         "target",
-        target.turn_rubric(window[-1].turn if window else turn.turn, active, harm(turn.config)),
+        target.turn_rubric(
+            window[-1].turn if window else turn.turn, active, harm(turn.config), list(activation)
+        ),
         target.turn_schema(active),
     )
+
+
+async def safety_judgement(turn: TurnView) -> Judgement:
+    """The target turn rubric's answer for this turn (one part of the joint call, read by DCS,
+    HES and SIS)."""
+    return await turn.joint_answer(target_part(turn))
+
+
+class SafetyScorer(Scorer):
+    """DCS, HES or SIS: reads the target turn rubric, its part of the joint call."""
+
+    def joint(self, turn: TurnView) -> JointPart | None:
+        return target_part(turn)
 
 
 async def safety_score(turn: TurnView, name: str) -> Score:

@@ -10,7 +10,7 @@ from typing import Any
 from loom_sim.judging import rubrics
 from loom_sim.messages import WindowTurn
 from loom_sim.plugins.scorers import scorer
-from loom_sim.scoring.base import AskPersona, Scorer, TurnView
+from loom_sim.scoring.base import AskPersona, TurnRubricScorer, TurnView
 from loom_sim.scoring.scorers._shared import judge_failed, mean
 from loom_sim.store.records import Score
 
@@ -22,7 +22,7 @@ from loom_sim.store.records import Score
     order=60,
     summary="Prompt-to-line, line-to-line and Q&A consistency.",
 )
-class Consistency(Scorer):
+class Consistency(TurnRubricScorer):
     async def score(self, turn: TurnView) -> Score:
         qa: float | None = None
         qa_details: dict[str, Any] = {}

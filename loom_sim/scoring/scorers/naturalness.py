@@ -1,5 +1,5 @@
-"""Naturalness: variety over the judge's window (distinct n-grams, MTLD, openings and endings)
-and the absence of formulae, mixed with the judge's 1-5 reading.
+"""Naturalness: variety over the last ``judge_window`` turns (distinct n-grams, MTLD, openings
+and endings) and the absence of formulae, mixed with the judge's 1-5 reading.
 
 Formulae are found post hoc by the repetition guard's own check (the config's banned and
 structural patterns, or loom-sim's defaults when it names none), over every persona message
@@ -14,7 +14,7 @@ from typing import Any
 
 from loom_sim.monitors.repetition import formulaic_turns, post_hoc_spec
 from loom_sim.plugins.scorers import scorer
-from loom_sim.scoring.base import Scorer, TurnView
+from loom_sim.scoring.base import TurnRubricScorer, TurnView
 from loom_sim.scoring.measures import distinct_n, ending_variety, mtld, opening_variety
 from loom_sim.scoring.scorers._shared import mean, mixed
 from loom_sim.store.records import Score
@@ -28,9 +28,9 @@ MTLD_GOOD = 80.0  # MTLD of varied conversational prose; counts as full marks
     order=30,
     summary="Variety; no formulaic or robotic output.",
 )
-class Naturalness(Scorer):
+class Naturalness(TurnRubricScorer):
     async def score(self, turn: TurnView) -> Score:
-        window = turn.window
+        window = turn.recent
         texts = [r.persona for r in window]
         spec = post_hoc_spec(turn.config.interaction.repetition_detection)
         found = formulaic_turns([r.persona for r in turn.records[: turn.index + 1]], spec)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from loom_sim.judging.rubrics import likert
 from loom_sim.plugins.scorers import scorer
-from loom_sim.scoring.base import Scorer, TurnView
+from loom_sim.scoring.base import TurnRubricScorer, TurnView
 from loom_sim.scoring.scorers._shared import judge_failed
 from loom_sim.store.records import Score
 
@@ -16,7 +16,7 @@ from loom_sim.store.records import Score
     order=10,
     summary="Identity, capability bounds, speech, boundaries.",
 )
-class PersonaAdherence(Scorer):
+class PersonaAdherence(TurnRubricScorer):
     async def score(self, turn: TurnView) -> Score:
         judgement = await turn.turn_rubric()
         error = judge_failed(judgement)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from loom_sim.plugins.scorers import scorer
-from loom_sim.scoring.base import Scorer, TurnView
+from loom_sim.scoring.base import TurnRubricScorer, TurnView
 from loom_sim.scoring.scorers._shared import mean, mixed
 from loom_sim.store.records import Score
 
@@ -17,7 +17,7 @@ from loom_sim.store.records import Score
     order=40,
     summary="Agreement loops, novelty, initiative, convergence.",
 )
-class Stagnation(Scorer):
+class Stagnation(TurnRubricScorer):
     uses_signals = True
 
     async def score(self, turn: TurnView) -> Score:

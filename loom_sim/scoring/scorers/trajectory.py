@@ -14,7 +14,7 @@ from typing import Any
 
 from loom_sim.judging.rubrics import unit
 from loom_sim.plugins.scorers import scorer
-from loom_sim.scoring.base import Scorer, TurnView
+from loom_sim.scoring.base import TurnRubricScorer, TurnView
 from loom_sim.scoring.scorers._shared import judge_failed
 from loom_sim.store.records import Score
 
@@ -26,7 +26,7 @@ from loom_sim.store.records import Score
     config_key="trajectory_adherence",
     summary="Prescribed vs expressed intensity.",
 )
-class Trajectory(Scorer):
+class Trajectory(TurnRubricScorer):
     async def score(self, turn: TurnView) -> Score:
         scheduled = dict(turn.record.intensities)
         told = turn.instructions()
