@@ -168,7 +168,8 @@ def test_a_json_answer_gets_room_for_its_keys():
                 ModelRequest([ChatMessage("user", "?")], max_tokens=400, json_schema=schema)
             )
         plain, small, large = (a["max_tokens"] for a in fake.asked)
-        assert plain == EMBEDDED_MAX_TOKENS and small == EMBEDDED_MAX_TOKENS
+        assert plain == EMBEDDED_MAX_TOKENS
+        assert small == 4 + EMBEDDED_JSON_SLACK  # '{"score": 0, "reason": ""}': four "words"
         # 40 keys with a value each (80 "words") and the slack for a sentence
         assert large == 80 + EMBEDDED_JSON_SLACK
         assert fake.asked[2]["messages"] == [{"role": "user", "content": "?"}]  # held, not told
@@ -182,6 +183,7 @@ class LocalJudgeHub(LatencyJudgeHub):
     def __init__(self):
         super().__init__()
         self.by_slot: dict[str, list[str]] = {}
+        self.responder = fixed_answer
 
     def client(self, spec, rollout_index=0, role=""):
         if spec != "local/smollm2":
@@ -193,7 +195,7 @@ class LocalJudgeHub(LatencyJudgeHub):
                 hub.by_slot.setdefault(role, []).append(request.messages[-1].content)
                 return await super().complete(request)
 
-        return Slot(spec, responses=fixed_answer)
+        return Slot(spec, responses=hub.responder)
 
 
 def test_an_in_process_judge_gives_each_rubric_its_own_slot(tmp_path: Path):
@@ -229,3 +231,36 @@ def test_a_schema_without_a_grammar_is_told_in_words():
         assert schema_text(SCHEMA) in second["messages"][-1]["content"]
     finally:
         client._model.llama = None
+
+
+def test_the_last_probe_is_put_to_an_in_process_persona_first(tmp_path: Path):
+    """Right after a rollout the persona's slot holds its last prompt, which the last probe's
+    extends: its questions go first, and no question is asked twice."""
+    run_dir = make_run(tmp_path, turns=6)
+    run_file = run_dir / "run.json"
+    run = json.loads(run_file.read_text())
+    run["models"]["persona"] = "local/smollm2"
+    run_file.write_text(json.dumps(run))
+    hub = LocalJudgeHub()
+    asked: list[int] = []
+
+    def persona(request: ModelRequest) -> str:
+        if request.json_schema is not None:
+            return fixed_answer(request)
+        asked.append(len(request.messages))  # the longer the history, the later the turn
+        return "I'm Marcus."
+
+    hub.responder = persona
+    files = RolloutFiles(rollout_dir(run_dir, 0))
+    options = ScoreOptions(judge_model="local/smollm2")
+    scorer = RolloutScorer(
+        read_run(run_dir), files, files.transcript(), hub, "local/smollm2", options
+    )
+    trio.run(scorer.run, ScoreSummary())
+    assert len(asked) == 3 * 4  # probes at the first, middle and last turn; four questions
+    assert asked[:4] == [max(asked)] * 4 and asked[4:8] == [min(asked)] * 4
+    answers = [
+        t["scores"]["consistency"]["details"].get("qa_answers")
+        for t in json.loads(files.transcript_path.read_text())["turns"]
+    ]
+    assert [a is not None for a in answers] == [True, False, False, True, False, True]

@@ -58,8 +58,9 @@ DEFAULT_N_CTX = 4096
 # The embedded 135M model is there to run the whole pipeline offline, not for its judgement;
 # left alone it rambles to whatever limit it is given at ~100 tokens/s on a laptop CPU. Its
 # replies are capped so an offline run of a dozen turns takes about a minute. A JSON answer
-# gets room for its keys and a sentence more (ten criteria of the end-of-conversation rubric
-# do not fit in 128 tokens): cut short in its last value, the "reason", it is still usable.
+# gets room for its keys and a sentence (ten criteria of the end-of-conversation rubric do not
+# fit in 128 tokens; a yes/no needs far fewer): cut short in its last value, the "reason", it
+# is still usable.
 EMBEDDED_MAX_TOKENS = 128
 EMBEDDED_JSON_SLACK = 64
 
@@ -334,7 +335,7 @@ class LocalLlamaClient:
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
             cap = EMBEDDED_MAX_TOKENS
             if request.json_schema is not None:
-                cap = max(cap, _skeleton_tokens(llama, request.json_schema) + EMBEDDED_JSON_SLACK)
+                cap = _skeleton_tokens(llama, request.json_schema) + EMBEDDED_JSON_SLACK
             kwargs: dict[str, Any] = {
                 "max_tokens": min(request.max_tokens, cap)
                 if self.spec == "local/smollm2"

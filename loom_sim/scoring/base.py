@@ -207,6 +207,12 @@ class Scorer(ABC):
         with :meth:`TurnView.joint_answer`."""
         return None
 
+    def persona_questions(self, turn: TurnView) -> list[str]:
+        """The questions this scorer will put to the persona at ``turn`` (none: []). The engine
+        may ask them early, when that is cheaper; ``turn.ask_persona`` then answers from what
+        it kept."""
+        return []
+
     @abstractmethod
     async def score(self, turn: TurnView) -> Score:
         """This scorer's verdict on ``turn``."""

@@ -198,6 +198,7 @@ class RolloutScorer:
         provider = PROVIDERS.get(judge.split("/", 1)[0])
         self.slot_per_rubric = provider.sharing is Sharing.ROLE
         self._rubric_judges: dict[tuple[str, str], str] = {}
+        self._answers: dict[tuple[int, tuple[str, ...]], list[str]] = {}
         self.planned_turns = run.turns
         self.scorers = enabled_scorers(self.config)
         self.assembler = Assembler(self.config, run.turns)
@@ -292,6 +293,7 @@ class RolloutScorer:
                 for item in todo:  # turns are taken in order, by whichever lane is free
                     send.send_nowait(item)
                 send.close()
+                await self._ask_last_probe_first(post, nursery, records, todo, analysis)
                 async with trio.open_nursery() as lanes_nursery:
                     for name in judges:
                         post.spawn(nursery, build("judge", context), name=name)
@@ -332,6 +334,54 @@ class RolloutScorer:
         analysis: Analysis | None,
         judge: str = "judge",
     ) -> dict[str, Score]:
+        view = self._view(post, nursery, records, index, analysis, judge)
+        for enabled in needed:  # every part of the joint call is known before it is made
+            part = enabled.scorer.joint(view)
+            if part is not None:
+                view.joint_parts.setdefault(part.id, part)
+        # A scorer that questions the persona goes last: its judge call reads the persona's
+        # answers, not the window, and the rubrics after it would read the window again.
+        scores = {}
+        for enabled in sorted(needed, key=lambda e: e.info.asks_persona):
+            scores[enabled.info.name] = await enabled.scorer.score(view)
+        return {e.info.name: scores[e.info.name] for e in needed}
+
+    async def _ask_last_probe_first(
+        self,
+        post: Post,
+        nursery: trio.Nursery,
+        records: list[TurnRecord],
+        todo: list[tuple[int, list[Enabled]]],
+        analysis: Analysis | None,
+    ) -> None:
+        """Put the last probe turn's questions to an in-process persona before anything else.
+
+        Right after ``loom-sim run`` the persona's llama.cpp slot still holds the rollout's
+        last prompt, which the last probe's prompt extends (the same system prompt and history,
+        two messages and a question more): asked now, it reads a few hundred tokens instead of
+        the whole conversation. The answers are kept for the turn's scoring, which asks the
+        same questions in turn order (answers are seeded: the order changes none of them)."""
+        last = max(self.probe_turns, default=None)
+        if not self.can_ask or last is None:  # (an imported persona cannot be asked at all)
+            return
+        if PROVIDERS.get(self.persona_model.split("/", 1)[0]).sharing is not Sharing.ROLE:
+            return
+        needed = next((needed for index, needed in todo if index == last), [])
+        view = self._view(post, nursery, records, last, analysis, "judge")
+        for enabled in needed:
+            questions = enabled.scorer.persona_questions(view)
+            if questions and view.ask_persona is not None:
+                await view.ask_persona(questions)
+
+    def _view(
+        self,
+        post: Post,
+        nursery: trio.Nursery,
+        records: list[TurnRecord],
+        index: int,
+        analysis: Analysis | None,
+        judge: str,
+    ) -> TurnView:
         record = records[index]
         window = records[window_start(index, self.window, self.window_step) : index + 1]
         phase = self.assembler.phases.at(record.turn, record.fired).spec
@@ -359,7 +409,7 @@ class RolloutScorer:
         async def ask_persona(questions: list[str]) -> list[str]:
             return await self._ask_persona(post, nursery, records, index, questions)
 
-        view = TurnView(
+        return TurnView(
             index=index,
             records=records,
             window=window,
@@ -374,16 +424,6 @@ class RolloutScorer:
             planned_turns=self.planned_turns,
             window_size=self.window,
         )
-        for enabled in needed:  # every part of the joint call is known before it is made
-            part = enabled.scorer.joint(view)
-            if part is not None:
-                view.joint_parts.setdefault(part.id, part)
-        # A scorer that questions the persona goes last: its judge call reads the persona's
-        # answers, not the window, and the rubrics after it would read the window again.
-        scores = {}
-        for enabled in sorted(needed, key=lambda e: e.info.asks_persona):
-            scores[enabled.info.name] = await enabled.scorer.score(view)
-        return {e.info.name: scores[e.info.name] for e in needed}
 
     def _judge_for(self, post: Post, nursery: trio.Nursery, lane: str, rubric_id: str) -> str:
         """The judge actor that answers ``rubric_id`` in this lane: the lane's own, or for an
@@ -407,7 +447,21 @@ class RolloutScorer:
         index: int,
         questions: list[str],
     ) -> list[str]:
-        """The persona, as it was at this turn, answers each question (Q&A probes)."""
+        """The persona, as it was at this turn, answers each question (Q&A probes); asked
+        once per turn and questions, however often (the last probe's are asked first)."""
+        key = (index, tuple(questions))
+        if key not in self._answers:
+            self._answers[key] = await self._put_questions(post, nursery, records, index, questions)
+        return self._answers[key]
+
+    async def _put_questions(
+        self,
+        post: Post,
+        nursery: trio.Nursery,
+        records: list[TurnRecord],
+        index: int,
+        questions: list[str],
+    ) -> list[str]:
         record = records[index]
         conversation = self.config.conversation
         last_full = max(r.turn for r in records[: index + 1] if r.injection == InjectionKind.FULL)

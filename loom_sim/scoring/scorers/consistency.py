@@ -49,8 +49,11 @@ class Consistency(TurnRubricScorer):
             parts["judge_error"] = error
         return Score(value, "judge", parts)
 
+    def persona_questions(self, turn: TurnView) -> list[str]:
+        return rubrics.qa_questions(turn.config) if turn.turn in turn.probe_turns else []
+
     async def _qa(self, turn: TurnView, ask: AskPersona) -> tuple[float | None, dict[str, Any]]:
-        questions = rubrics.qa_questions(turn.config)
+        questions = self.persona_questions(turn)
         answers = await ask(questions)
         earlier = [
             WindowTurn(r.turn, a, q)
