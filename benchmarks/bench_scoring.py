@@ -46,6 +46,19 @@ Turns 1-2, the only ones both runs scored under the same conditions: 46 s and 16
 persona's four Q&A answers read from a 3,800-token prompt in a fresh llama.cpp instance (in
 ``loom-sim run`` that instance still holds the rollout's last persona prompt, which shares
 most of it) and the Q&A call.
+
+Then (rubric 1.5, the embedded model run as Q8_0; quiet machine, load under 1.5), the same
+12-turn job scored again with ``loom-sim score --force --no-cache`` and llama.cpp's evaluated
+tokens counted per slot:
+
+| | 1.4, Q4_1 | 1.5, Q4_1 | 1.5, Q8_0 | + joint call, fidelity brief, short Q&A answers |
+| --- | --- | --- | --- | --- |
+| scoring, s | 312 | 260 | 187 | 136 |
+| judge calls (model calls) | 35 (39) | 35 (35) | 35 (35) | 20 (20) |
+| prompt tokens evaluated | ~48,500 | — | 36,129 | 29,736 |
+| tokens generated | — | — | 3,167 | 2,202 |
+
+From a fresh clone, the README's job: rollout 109-121 s, scoring 132-136 s.
 """
 
 from __future__ import annotations
