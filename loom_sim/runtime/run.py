@@ -444,13 +444,32 @@ async def run_cells(
     start in their order — trio schedules waiting tasks in no promised order, and a budget
     that runs out must have spent itself on the first cells, not on whichever woke first."""
     source = models or hub_models(hub)
-    results: dict[int, Transcript] = {}
-    queue = iter(enumerate(cells))
     # What exists now (modules, configs, plans) lives as long as the run: moved out of the
     # cyclic collector's way, a full collection — which runs on the event loop, inside some
     # task's step — scans only what the rollouts make (measured: the longest loop stall at
-    # 64 rollouts fell from about 55 to 14 ms of CPU).
+    # 64 rollouts fell from about 55 to 14 ms of CPU). Garbage is collected first, or it
+    # would be frozen with the rest and never freed; and the run unfreezes at its end, so a
+    # process that runs many (a test session, a benchmark, the web viewer) does not keep
+    # every run's leftovers.
+    gc.collect()
     gc.freeze()
+    try:
+        return await _run_cells(cells, hub, progress, budget, concurrency, source, models is None)
+    finally:
+        gc.unfreeze()
+
+
+async def _run_cells(
+    cells: list[Cell],
+    hub: ModelHub,
+    progress: ProgressSink,
+    budget: RunBudget,
+    concurrency: int,
+    source: ModelSource,
+    preload_models: bool,
+) -> list[Transcript]:
+    results: dict[int, Transcript] = {}
+    queue = iter(enumerate(cells))
 
     async def one(k: int, cell: Cell) -> None:
         spec = cell.plan.rollout_spec(cell.index)
@@ -474,7 +493,7 @@ async def run_cells(
     # overlapping the first turns' network waits; every cell shares them.
     configs = list({id(c.plan): c.plan.config for c in cells}.values())
     preload: dict[tuple[str, str], None] = {}  # (role, spec), each once, in the cells' order
-    if models is None:
+    if preload_models:  # (a cluster's workers are handed their models, loaded by them)
         for plan in {id(c.plan): c.plan for c in cells}.values():
             preload.update(dict.fromkeys(preloaded(plan).items()))
     try:
