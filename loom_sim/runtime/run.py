@@ -428,6 +428,10 @@ async def execute(
     )
 
 
+#: The cyclic collector's thresholds while rollouts run (Python's: 700, 10, 10).
+RUN_GC_THRESHOLD = (10_000, 10, 10)
+
+
 async def run_cells(
     cells: list[Cell],
     hub: ModelHub,
@@ -454,9 +458,16 @@ async def run_cells(
     # every run's leftovers (measured: peak RSS at 256 rollouts, 175 -> 104 MiB).
     await trio.to_thread.run_sync(gc.collect)
     gc.freeze()
+    # And the young generations are collected less often: with hundreds of rollouts alive,
+    # every pass that reaches the old generation holds the loop for tens of milliseconds
+    # (measured at 256 rollouts, monitors as shipped: the longest stall 87 -> 27 ms, the
+    # efficiency 0.43 -> 0.53; at 64, 6.8 -> 4.4 ms).
+    threshold = gc.get_threshold()
+    gc.set_threshold(*RUN_GC_THRESHOLD)
     try:
         return await _run_cells(cells, hub, progress, budget, concurrency, source, models is None)
     finally:
+        gc.set_threshold(*threshold)
         gc.unfreeze()
 
 
