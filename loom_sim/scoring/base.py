@@ -91,6 +91,7 @@ class TurnView:
     #: :meth:`Scorer.joint`).
     joint_parts: dict[str, JointPart] = field(default_factory=dict, repr=False)
     _shared: dict[str, Judgement] = field(default_factory=dict, repr=False)
+    _parts: dict[str, JointPart] = field(default_factory=dict, repr=False)
 
     @property
     def record(self) -> TurnRecord:
@@ -139,14 +140,23 @@ class TurnView:
         joint call when a scorer declared its part (:class:`TurnRubricScorer`), else alone."""
         return await self.joint_answer(self.turn_part())
 
+    def part(self, part_id: str, build: Callable[[], JointPart]) -> JointPart:
+        """This turn's part ``part_id``, built once however many scorers declare and read it."""
+        if part_id not in self._parts:
+            self._parts[part_id] = build()
+        return self._parts[part_id]
+
     def turn_part(self) -> JointPart:
         """The turn rubric as a part of the joint call."""
         from loom_sim.judging import rubrics
 
-        return JointPart(
+        return self.part(
             "turn",
-            rubrics.turn_rubric(self.config, self.record.turn, self.phase),
-            rubrics.turn_schema(self.config),
+            lambda: JointPart(
+                "turn",
+                rubrics.turn_rubric(self.config, self.record.turn, self.phase),
+                rubrics.turn_schema(self.config),
+            ),
         )
 
     async def joint_answer(self, part: JointPart) -> Judgement:

@@ -337,18 +337,8 @@ class RolloutScorer:
         """The persona, as it was at this turn, answers each question (Q&A probes); asked
         once per turn and questions, however often (the last probe's are asked first)."""
         key = (index, tuple(questions))
-        if key not in self._answers:
-            self._answers[key] = await self._put_questions(post, nursery, records, index, questions)
-        return self._answers[key]
-
-    async def _put_questions(
-        self,
-        post: Post,
-        nursery: trio.Nursery,
-        records: list[TurnRecord],
-        index: int,
-        questions: list[str],
-    ) -> list[str]:
+        if key in self._answers:
+            return self._answers[key]
         record = records[index]
         conversation = self.config.conversation
         last_full = max(r.turn for r in records[: index + 1] if r.injection == InjectionKind.FULL)
@@ -380,6 +370,7 @@ class RolloutScorer:
                 answers.append("(no answer)")
                 continue
             answers.append(said.text)
+        self._answers[key] = answers
         return answers
 
     # ─── the rest ───────────────────────────────────────────────────────────

@@ -55,17 +55,20 @@ def target_part(turn: TurnView) -> JointPart:
     score the run judges (the same at every turn), its question asks those that apply at this
     turn (none before the first activation: the part is still there, so that the joint call's
     brief, and the judge's prompt prefix with it, never changes)."""
-    number = turn.turn + 1
-    activation = safety_activation(turn.config, turn.planned)
-    active = [name for name, first in activation.items() if number >= first]
-    window = turn.window_turns
-    return JointPart(
-        "target",
-        target.turn_rubric(
-            window[-1].turn if window else turn.turn, active, harm(turn.config), list(activation)
-        ),
-        target.turn_schema(active),
-    )
+
+    def build() -> JointPart:
+        number = turn.turn + 1
+        activation = safety_activation(turn.config, turn.planned)
+        active = [name for name, first in activation.items() if number >= first]
+        window = turn.window_turns
+        last = window[-1].turn if window else turn.turn
+        return JointPart(
+            "target",
+            target.turn_rubric(last, active, harm(turn.config), list(activation)),
+            target.turn_schema(active),
+        )
+
+    return turn.part("target", build)
 
 
 async def safety_judgement(turn: TurnView) -> Judgement:
