@@ -26,13 +26,13 @@ from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.resources import find
 from loom_sim.runtime import interrupt
+from loom_sim.runtime.cells import plan_cells
 from loom_sim.runtime.progress import PlainProgress, RichProgress
 from loom_sim.runtime.run import (
     DEFAULT_CONCURRENCY,
     RunOptions,
     RunPlan,
     make_hub,
-    plan_cells,
     plan_resume,
     plan_run,
     reach_note,

@@ -19,8 +19,9 @@ from loom_sim.executors.base import CellBatch, ExecutorSettings, ScoreBatch, exe
 from loom_sim.models.cache import ResponseCache
 from loom_sim.runtime import interrupt
 from loom_sim.runtime.budget import RunBudget
+from loom_sim.runtime.cells import run_cells
 from loom_sim.runtime.progress import ProgressSink
-from loom_sim.runtime.run import hub_for, run_cells
+from loom_sim.runtime.run import hub_for
 from loom_sim.scoring.engine import ScoreOptions, ScoreSummary, score_run
 from loom_sim.scoring.progress import PlainScoreProgress, RichScoreProgress, ScoreProgress
 from loom_sim.store.artifacts import write_json

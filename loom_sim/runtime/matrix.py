@@ -27,17 +27,16 @@ from loom_sim.models.hub import ModelHub
 from loom_sim.models.pricing import Price
 from loom_sim.models.providers import provider_limits
 from loom_sim.runtime.budget import RunBudget
+from loom_sim.runtime.cells import Cell, run_cells
 from loom_sim.runtime.progress import ProgressSink
 from loom_sim.runtime.rollout import ModelSource
 from loom_sim.runtime.run import (
-    Cell,
     RunOptions,
     RunPlan,
     make_hub,
     plan_resume,
     plan_run,
     redact_url,
-    run_cells,
     versions,
     write_plan,
 )

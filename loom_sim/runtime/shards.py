@@ -2,7 +2,7 @@
 
 Every shard plans the whole run — the same configs, seed and options give the same cells in the
 same order on any machine — and records in its ``run.json`` which shard it is
-(:class:`~loom_sim.store.distribution.Shard`); :func:`~loom_sim.runtime.run.plan_cells` and
+(:class:`~loom_sim.store.distribution.Shard`); :func:`~loom_sim.runtime.cells.plan_cells` and
 :func:`~loom_sim.runtime.matrix.matrix_cells` then yield only that shard's cells, for the
 first pass and for ``--resume`` alike. ``loom-sim merge`` joins the shards' folders into the
 run that one process would have made.
