@@ -8,9 +8,10 @@ the history, so a 200-turn rollout never recounts its past.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from loom_sim.models.base import ChatMessage
+from loom_sim.models.base import ChatMessage, ModelClient, Preloadable
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,29 @@ class History:
 
     messages: list[ChatMessage] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
+    #: Some counts are estimates: the model's tokenizer was not loaded when they were taken
+    #: (an in-process model still loading while a resumed or re-scored rollout is rebuilt).
+    estimated: bool = False
 
-    def append(self, message: ChatMessage, tokens: int) -> None:
+    def append(self, message: ChatMessage, tokens: int, *, exact: bool = True) -> None:
         self.messages.append(message)
         self.tokens.append(tokens + MESSAGE_OVERHEAD)
+        self.estimated = self.estimated or not exact
+
+    async def settle(self, model: ModelClient) -> bool:
+        """Make estimated counts exact before they decide a cut: an estimate can be short by
+        a tenth, and a prompt cut by it overflows the context. Loads the model (in a worker
+        thread) if it has to. Whether anything was recounted."""
+        if not self.estimated:
+            return False
+        if isinstance(model, Preloadable):
+            await model.preload()
+        self.recount(model.count_tokens)
+        return True
+
+    def recount(self, count: Callable[[str], int]) -> None:
+        self.tokens = [count(m.content) + MESSAGE_OVERHEAD for m in self.messages]
+        self.estimated = False
 
     def fit(
         self,

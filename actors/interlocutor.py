@@ -11,7 +11,13 @@ from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.actors.history import Generation, History
 
 from loom_sim.messages import Body, Respond, Utterance
-from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest
+from loom_sim.models.base import (
+    BadModelReply,
+    ChatMessage,
+    ModelClient,
+    ModelRequest,
+    counts_exactly,
+)
 from loom_sim.plugins.actors import Responder, actor
 from loom_sim.seeds import SeedSource
 
@@ -43,7 +49,7 @@ class InterlocutorActor(Actor):
             text += f'\n\nYou opened this conversation by saying: "{opening}"'
         self._system = ChatMessage("system", text)
         self._system_tokens = model.count_tokens(text)
-        self._history = History()
+        self._history = History(estimated=not counts_exactly(model))
         for persona_text, reply in past or ():
             self._remember(persona_text, reply)
 
@@ -70,6 +76,8 @@ class InterlocutorActor(Actor):
         raise TypeError(f"{self.role} cannot handle {type(body).__name__}")
 
     async def _respond(self, request: Respond) -> Utterance:
+        if await self._history.settle(self._model):
+            self._system_tokens = self._model.count_tokens(self._system.content)
         generation = self._generation
         budget = generation.budget_tokens or (self._model.context_tokens - generation.max_tokens)
         said = ChatMessage("user", request.text)
@@ -101,7 +109,10 @@ class InterlocutorActor(Actor):
         )
 
     def _remember(self, persona_text: str, reply: str) -> None:
+        exact = counts_exactly(self._model)
         self._history.append(
-            ChatMessage("user", persona_text), self._model.count_tokens(persona_text)
+            ChatMessage("user", persona_text), self._model.count_tokens(persona_text), exact=exact
         )
-        self._history.append(ChatMessage("assistant", reply), self._model.count_tokens(reply))
+        self._history.append(
+            ChatMessage("assistant", reply), self._model.count_tokens(reply), exact=exact
+        )

@@ -15,7 +15,14 @@ from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.actors.history import Generation, History
 
 from loom_sim.messages import Body, Heard, Speak, Utterance
-from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest, Role
+from loom_sim.models.base import (
+    BadModelReply,
+    ChatMessage,
+    ModelClient,
+    ModelRequest,
+    Role,
+    counts_exactly,
+)
 from loom_sim.plugins.actors import actor
 from loom_sim.seeds import SeedSource
 
@@ -70,6 +77,7 @@ class PersonaActor(Actor):
         raise TypeError(f"persona cannot handle {type(body).__name__}")
 
     async def _speak(self, request: Speak) -> Utterance:
+        await self._history.settle(self._model)
         if request.scaffolding is not None:
             self._scaffolding = request.scaffolding
         system = ChatMessage("system", self._scaffolding)
@@ -110,4 +118,8 @@ class PersonaActor(Actor):
         self._hear(exchange.interlocutor, "user")
 
     def _hear(self, text: str, role: Role) -> None:
-        self._history.append(ChatMessage(role, text), self._model.count_tokens(text))
+        self._history.append(
+            ChatMessage(role, text),
+            self._model.count_tokens(text),
+            exact=counts_exactly(self._model),
+        )

@@ -137,7 +137,12 @@ async def test_more_room_is_asked_only_of_a_reply_cut_at_the_budget():
 
 
 class FakeLlama:
-    """Stands in for a loaded ``Llama``: counts tokens as words, notes the completion asked."""
+    """Stands in for a loaded ``Llama``: counts tokens as words, notes the completion asked.
+    Its chat format is a built-in one, so a JSON answer is held to a grammar, not written
+    (tests/test_llama_json.py covers that, on the real model)."""
+
+    chat_handler = None
+    chat_format = "llama-2"
 
     def __init__(self, grammar_fails: bool = False):
         self.asked: list[dict] = []
@@ -208,9 +213,9 @@ def test_an_in_process_judge_gives_each_rubric_its_own_slot(tmp_path: Path):
     )
     trio.run(scorer.run, ScoreSummary())
     assert set(hub.by_slot) == {
-        "judge/turn+target", "judge/fidelity", "judge/qa", "judge/dimensions"
+        "judge/joint", "judge/qa", "judge/dimensions"
     }  # fmt: skip
-    joint = [prompt.split(FENCE_END)[0] for prompt in hub.by_slot["judge/turn+target"]]
+    joint = [prompt.split(FENCE_END)[0] for prompt in hub.by_slot["judge/joint"]]
     assert len(joint) == 8
     # within a slot, each prompt extends the last except where the window's start moves (at
     # the 7th turn: the default step of 3 for a window of 6)
@@ -264,3 +269,32 @@ def test_the_last_probe_is_put_to_an_in_process_persona_first(tmp_path: Path):
         for t in json.loads(files.transcript_path.read_text())["turns"]
     ]
     assert [a is not None for a in answers] == [True, False, False, True, False, True]
+
+
+def test_a_persona_rebuilt_before_its_model_loads_cuts_its_past_by_exact_counts():
+    """``loom-sim score`` rebuilds the persona (Q&A probes) in a process where the embedded
+    model is not loaded yet; counted by the ~4-characters estimate, digits (a token each here)
+    were undercounted and the prompt overflowed the context. The counts are made exact, the
+    model loaded, before they decide the cut."""
+    from loom_sim.actors.history import Generation, History
+    from loom_sim.actors.persona import CONVERSATION_START, PersonaActor
+
+    from loom_sim.messages import Heard, Speak
+    from loom_sim.seeds import SeedSource
+
+    client = LocalLlamaClient("local/smollm2", slot="test-rebuilt-persona")
+    assert not client.counts_exactly
+    digits = " ".join("7" * 6 for _ in range(60))  # 420 characters, ~100 "tokens" estimated
+    past = [Heard(turn=t, persona=digits, interlocutor=digits) for t in range(6)]
+    persona = PersonaActor(
+        client, Generation(8, 0.0, budget_tokens=1500), SeedSource(1, 0), past=past
+    )
+    assert persona._history.estimated
+    said = trio.run(persona.handle, Speak(turn=6, emergency="Your name?"))
+    assert client.counts_exactly and not persona._history.estimated
+    assert persona._history.messages[0].content == CONVERSATION_START
+    exact = History()
+    for message in persona._history.messages:
+        exact.append(message, client.count_tokens(message.content))
+    _, cut = exact.fit(ChatMessage("system", ""), 0, [], 0, 1500)
+    assert said.cut_turns == cut > 0

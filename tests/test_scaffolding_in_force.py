@@ -147,6 +147,13 @@ class _View:
         self.rubrics.append(rubric)
         return self.answer
 
+    def part(self, part_id, build):
+        return build()
+
+    async def joint_answer(self, part):
+        self.rubrics.append(part.rubric)
+        return self.answer
+
     async def turn_rubric(self):
         return self.answer
 
@@ -171,11 +178,12 @@ async def test_fidelity_and_trajectory_judge_the_instructions_in_force(tmp_path,
     score = await Fidelity(SampledScorerSettings()).score(view)
     rubric = view.rubrics[0]
     assert records[6].scaffolding.since == 5
-    # the MUST DO in force is the brief (it changes only with a full injection), the note sent
-    # with the message the question
-    assert records[5].scaffolding.blocks.must_do in rubric.brief
-    assert "in its system prompt since turn 5" in rubric.brief
+    # the MUST DO in force (injected at turn 5) and the note sent with the message, after the
+    # transcript: fidelity is a part of the turn's joint call, whose brief is every turn's
+    assert records[5].scaffolding.blocks.must_do in rubric.question
+    assert "in its system prompt since turn 5" in rubric.question
     assert records[6].reminder in rubric.question
+    assert not rubric.brief
     assert score.details["instructions"]["since"] == 5
     traj = await Trajectory(ScorerSettings()).score(_View(records, 6, marcus, answer))
     told = traj.details["prescribed"]

@@ -65,8 +65,8 @@ def fixed_answer(request: ModelRequest) -> str:
         answer |= {k: v for k, v in TARGET_ANSWER.items() if k in props}
     if "appropriate_concern" in props:  # the end-of-conversation dimensions
         return json.dumps({**{k: 7 for k in props if k != "reason"}, "reason": "steady"})
-    if "followed" in props:
-        return '{"followed": 4, "violated": [], "reason": "fine"}'
+    if "followed" in props:  # fidelity, a part of the joint call on its sampled turns
+        answer |= {"followed": 4, "violated": []}
     if "consistent" in props:
         n = props["consistent"]["minItems"]
         return json.dumps({"consistent": [True] * (n - 1) + [False], "reason": "one slip"})

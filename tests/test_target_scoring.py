@@ -48,8 +48,8 @@ def judge(bad: dict[int, str] | None = None, calls: list | None = None):
             answer |= {k: SAFETY[k] for k in asked}
         if "appropriate_concern" in props:
             return json.dumps({**{k: 7 for k in props if k != "reason"}, "reason": "fine"})
-        if "followed" in props:
-            return '{"followed": 4, "violated": [], "reason": "fine"}'
+        if "followed" in props:  # fidelity, a part of the joint call on its sampled turns
+            answer |= {"followed": 4, "violated": []}
         if "consistent" in props:
             n = props["consistent"]["minItems"]
             return json.dumps({"consistent": [True] * n, "reason": "ok"})

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 # 1.5: each rubric's brief (its criteria, the persona as specified) before the transcript and
 #      only the turn's question after it; the judge window moves in steps; no schema in the
 #      prompt of a model held to it by a grammar
-RUBRIC_VERSION = "1.5"
+# 1.6: fidelity asked in the turn's joint call (its MUST DO after the transcript); an
+#      in-process judge's JSON written by the schema, its values filled in by the model
+RUBRIC_VERSION = "1.6"
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ FIDELITY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "followed": LIKERT,
-        "violated": {"type": "array", "items": {"type": "string"}},
+        "violated": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
         "reason": {"type": "string"},
     },
     "required": ["followed", "violated", "reason"],
@@ -110,13 +110,13 @@ FIDELITY_SCHEMA: dict[str, Any] = {
 def fidelity_rubric(
     turn: int, must_do: str, since: int | None = None, notes: list[str] | None = None
 ) -> Rubric:
-    """``must_do``: the block in force at ``turn`` (injected at ``since``; in the brief, which
-    changes only with the next full injection); ``notes``: the reminder, intervention or
-    re-prompt sent with the message, as sent (in the question: they change with the turn)."""
+    """``must_do``: the block in force at ``turn`` (injected at ``since``); ``notes``: the
+    reminder, intervention or re-prompt sent with the message, as sent. All of it is the
+    question, after the transcript: fidelity is asked on sampled turns, in the turn's joint
+    call, whose brief stays the same from turn to turn."""
     since = turn if since is None else since
     return Rubric(
-        render("fidelity_brief", must_do=must_do, since=since),
-        render("fidelity", turn=turn, notes=notes or []),
+        "", render("fidelity", must_do=must_do, since=since, turn=turn, notes=notes or [])
     )
 
 

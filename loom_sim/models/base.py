@@ -53,6 +53,12 @@ def greedy_is_deterministic(model: object) -> bool:
     return bool(getattr(model, "greedy_is_deterministic", False))
 
 
+def counts_exactly(model: object) -> bool:
+    """Whether ``model.count_tokens`` is its tokenizer's count now (an in-process model
+    estimates until it is loaded)."""
+    return bool(getattr(model, "counts_exactly", True))
+
+
 class Usage(msgspec.Struct):
     input_tokens: int = 0
     output_tokens: int = 0

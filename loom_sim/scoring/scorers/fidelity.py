@@ -1,5 +1,6 @@
-"""Fidelity: did the persona's message follow the instructions it actually had? A judge call
-of its own, on a seeded sample of turns (``sample_rate``).
+"""Fidelity: did the persona's message follow the instructions it actually had? Asked on a
+seeded sample of turns (``sample_rate``), as a part of the turn's joint judge call: the
+instructions and the question come after the window, which the judge reads once for all parts.
 
 The instructions are the ones in force (:meth:`~loom_sim.scoring.base.TurnView.instructions`):
 the MUST DO of the last full injection, and the reminder, emergency intervention or re-prompt
@@ -11,7 +12,7 @@ from __future__ import annotations
 from loom_sim.config.spec import SampledScorerSettings
 from loom_sim.judging.rubrics import FIDELITY_SCHEMA, fidelity_rubric, likert
 from loom_sim.plugins.scorers import scorer
-from loom_sim.scoring.base import Scorer, TurnView
+from loom_sim.scoring.base import JointPart, Scorer, TurnView
 from loom_sim.scoring.scorers._shared import judge_failed
 from loom_sim.store.records import Score
 
@@ -24,14 +25,17 @@ from loom_sim.store.records import Score
     summary="Did the persona follow its MUST DO block?",
 )
 class Fidelity(Scorer):
+    def joint(self, turn: TurnView) -> JointPart:
+        def build() -> JointPart:
+            told = turn.instructions()
+            rubric = fidelity_rubric(turn.turn, told.must_do, told.since, told.notes)
+            return JointPart("fidelity", rubric, FIDELITY_SCHEMA)
+
+        return turn.part("fidelity", build)
+
     async def score(self, turn: TurnView) -> Score:
-        record = turn.record
         told = turn.instructions()
-        judgement = await turn.judge(
-            "fidelity",
-            fidelity_rubric(record.turn, told.must_do, told.since, told.notes),
-            FIDELITY_SCHEMA,
-        )
+        judgement = await turn.joint_answer(self.joint(turn))
         error = judge_failed(judgement)
         if error:
             return Score(None, "judge", {"instructions": told.summary()}, error=error)
