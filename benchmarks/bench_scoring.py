@@ -58,6 +58,14 @@ tokens counted per slot:
 | prompt tokens evaluated | ~48,500 | — | 36,129 | 29,736 |
 | tokens generated | — | — | 3,167 | 2,202 |
 
+Then (rubric 1.6: an in-process judge's JSON written by its schema and filled in by the model,
+fidelity a part of the joint call, attention keys cached as Q8_0), this benchmark with
+``--turns 12 --repeats 2`` on a quiet machine, before (main at 46cf1c1) and after: 54.2 s ->
+37.1 s, 4.51 -> 3.09 s per judged turn, 21 -> 16 judge requests, 12,783 -> 12,449 prompt
+tokens evaluated (the written answers' structure is read as prompt now: more tokens read, far
+fewer decoded), peak RSS 1,489 -> 1,170 MiB (one slot fewer). The README's job scored again:
+91 s, 16 judge calls, 23,692 tokens evaluated, 989 generated (docs/scoring.md).
+
 From a fresh clone, the README's job: rollout 109-121 s, scoring 132-136 s.
 """
 
