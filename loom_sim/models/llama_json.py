@@ -140,7 +140,6 @@ class Written:
     text: str
     prompt_tokens: int
     answer_tokens: int  # written and sampled alike
-    sampled_tokens: int  # chosen by the model
     cut: bool  # a text value ran out of room (it was closed where it stopped)
 
 
@@ -176,7 +175,6 @@ class _Writer:
         self.pending = ""
         self.sampling = sampling
         self.text_tokens = text_tokens
-        self.sampled = 0
         self.cut = False
         #: The room the items of each open list share (every token sampled inside it counts),
         #: innermost last.
@@ -223,7 +221,6 @@ class _Writer:
             text = written.decode("utf-8", errors="ignore")
             if count >= max_tokens or done(text):
                 break
-        self.sampled += count
         self.rooms = [room - count for room in self.rooms]
         self.parts.append(written)
         return written.decode("utf-8", errors="ignore")
@@ -312,11 +309,11 @@ class _Writer:
         if start is None:
             return True  # a number or a literal: asking would cost as much as writing one
         self.flush()
-        kept = (len(self.tokens), len(self.parts), self.sampled, list(self.rooms))
+        kept = (len(self.tokens), len(self.parts), list(self.rooms))
         chose = self.sample(_any_of(["]", start]), 1, lambda t: True)
         # what it chose is written again below, as structure
         del self.tokens[kept[0] :], self.parts[kept[1] :]
-        self.sampled, self.rooms = kept[2], kept[3]
+        self.rooms = kept[2]
         return chose == start
 
     def _separator(self, plan: Items, count: int) -> str:
@@ -390,6 +387,5 @@ def write_answer(
         writer.answer(),
         prompt_tokens=len(prompt),
         answer_tokens=len(writer.tokens) - len(prompt),
-        sampled_tokens=writer.sampled,
         cut=writer.cut,
     )

@@ -280,8 +280,10 @@ class LocalLlamaClient:
             llama = model.ensure_loaded(self.spec)
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
             cap = EMBEDDED_MAX_TOKENS
+            keys = 0  # the schema's skeleton answer, in tokens: its room for keys
             if request.json_schema is not None:
-                cap = _skeleton_tokens(llama, request.json_schema) + EMBEDDED_JSON_SLACK
+                keys = _skeleton_tokens(llama, request.json_schema)
+                cap = keys + EMBEDDED_JSON_SLACK
             kwargs: dict[str, Any] = {
                 "max_tokens": min(request.max_tokens, cap)
                 if self.spec == "local/smollm2"
@@ -297,7 +299,7 @@ class LocalLlamaClient:
             try:
                 written = None
                 if request.json_schema is not None:
-                    written = self._write_json(model, llama, messages, request)
+                    written = self._write_json(model, llama, messages, request, keys)
                 if written is not None:
                     return written
                 try:
@@ -321,7 +323,12 @@ class LocalLlamaClient:
                 raise ModelError(f"{self.spec}: llama.cpp failed ({exc}).") from None
 
     def _write_json(
-        self, model: _Loaded, llama: Any, messages: list[dict[str, str]], request: ModelRequest
+        self,
+        model: _Loaded,
+        llama: Any,
+        messages: list[dict[str, str]],
+        request: ModelRequest,
+        keys: int,
     ) -> dict[str, Any] | None:
         """A JSON answer written by its schema and filled in by the model
         (:mod:`~loom_sim.models.llama_json`), in ``create_chat_completion``'s shape; None when
@@ -331,7 +338,6 @@ class LocalLlamaClient:
         prompt = model.chat_prompt(messages) if plan is not None else None
         if plan is None or prompt is None:
             return None
-        keys = _skeleton_tokens(llama, schema)
         room = max(request.max_tokens - keys, 16)
         if self.spec == "local/smollm2":
             room = min(room, EMBEDDED_TEXT_TOKENS)
