@@ -26,7 +26,6 @@ import trio
 from loom_sim.config.spec import LoomConfig
 from loom_sim.errors import LoomError
 from loom_sim.messages import (
-    AnyBody,
     Body,
     Envelope,
     Failure,
@@ -150,8 +149,7 @@ class Post:
             turn=turn,
             sender=sender,
             recipient=recipient,
-            # every Body a post carries is one of AnyBody, the union the trace decodes
-            body=cast("AnyBody", body),
+            body=body,
             reply_to=reply_to,
         )
         self.tracer.record(envelope)

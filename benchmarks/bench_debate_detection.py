@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, peak_rss_mib
 
 from loom_sim.debate.deck import load_deck
+from loom_sim.debate.runtime.plan import DebateOptions, plan_debate
+from loom_sim.debate.runtime.run import Debate
 from loom_sim.models.hub import ModelHub
-from loom_sim.runtime.debate import Debate
-from loom_sim.runtime.debate_plan import DebateOptions, plan_debate
 
 ROOT = Path(__file__).resolve().parent.parent
 DECKS = sorted((ROOT / "configs" / "decks").glob("planted_*.yaml"))

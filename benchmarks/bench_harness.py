@@ -23,10 +23,10 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, measure, median, peak_rss_mib
 
+from loom_sim.harness.packs import ArtifactsCriterion, LoadedPack, load_pack
 from loom_sim.harness.plan import HarnessOptions, plan_run
 from loom_sim.harness.run import execute
 from loom_sim.models.hub import ModelHub
-from loom_sim.packs import ArtifactsCriterion, LoadedPack, load_pack
 from loom_sim.resources import find
 
 MODELS = {

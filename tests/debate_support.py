@@ -9,10 +9,10 @@ from typing import Any
 import trio
 
 from loom_sim.debate.files import Summary
+from loom_sim.debate.runtime.plan import DebateOptions, DebatePlan, plan_debate, plan_resume
+from loom_sim.debate.runtime.run import Debate
 from loom_sim.models.base import ModelClient
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.runtime.debate import Debate
-from loom_sim.runtime.debate_plan import DebateOptions, DebatePlan, plan_debate, plan_resume
 
 ROOT = Path(__file__).resolve().parent.parent
 DECKS = ROOT / "configs" / "decks"

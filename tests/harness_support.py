@@ -12,11 +12,11 @@ from typing import Any
 
 import trio
 
+from loom_sim.harness.packs import load_pack
 from loom_sim.harness.plan import HarnessOptions, HarnessPlan, plan_run
 from loom_sim.harness.run import execute
 from loom_sim.models.base import ModelRequest
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.packs import load_pack
 
 ROOT = Path(__file__).resolve().parent.parent
 STAND_INS = {

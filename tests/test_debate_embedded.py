@@ -8,13 +8,13 @@ import json
 
 import pytest
 import trio
-from loom_sim.actors.detector import DetectorActor, DetectorSetup
+from loom_sim.debate.actors.detector import DetectorActor, DetectorSetup
 
 from loom_sim.debate.deck import load_deck
-from loom_sim.messages import Detect, Line, Posted
+from loom_sim.debate.messages import Detect, Line, Posted
+from loom_sim.debate.runtime.plan import DebateOptions, DebatePlan, plan_debate
+from loom_sim.debate.runtime.run import Debate
 from loom_sim.models.hub import ModelHub
-from loom_sim.runtime.debate import Debate
-from loom_sim.runtime.debate_plan import DebateOptions, DebatePlan, plan_debate
 from loom_sim.seeds import SeedSource
 from tests.debate_support import DECKS
 

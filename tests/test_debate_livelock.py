@@ -18,9 +18,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from loom_sim.debate.runtime.plan import DebatePlan
 from loom_sim.models.base import BadModelReply
 from loom_sim.models.scripted import SCRIPTS, ScriptedClient
-from loom_sim.runtime.debate_plan import DebatePlan
 from tests.debate_support import Models, plan, run
 
 SPECS = {

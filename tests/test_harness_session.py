@@ -254,8 +254,8 @@ def test_an_adapter_kind_added_from_code_validates_and_runs(tmp_path):
     """A third party's adapter: registered, it is a valid target in a pack and --target."""
     from typing import Literal
 
+    from loom_sim.harness.targets import Exchange
     from loom_sim.plugins.adapters import ADAPTERS, AdapterKind, TargetSettings
-    from loom_sim.targets import Exchange
 
     class ShoutSettings(TargetSettings):
         adapter: Literal["shout"] = "shout"
@@ -287,7 +287,7 @@ def test_an_adapter_kind_added_from_code_validates_and_runs(tmp_path):
         shorthand=lambda address: {"volume": int(address)},
     )
     with ADAPTERS.added(kind):
-        from loom_sim.targets import target_from_option
+        from loom_sim.harness.targets import target_from_option
 
         assert target_from_option("shout:2", {})[1] == ShoutSettings(volume=2)
         brief, bundle = run_toy(

@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from loom_sim.actors.evaluator import Tally, measured
-from loom_sim.actors.reflector import repair
-from loom_sim.actors.simulated_user import SimulatedUser, UserSetup, action_from_line
+from loom_sim.harness.actors.evaluator import Tally, measured
+from loom_sim.harness.actors.reflector import repair
+from loom_sim.harness.actors.simulated_user import SimulatedUser, UserSetup, action_from_line
 
 from loom_sim.harness.audit import audit, vocabulary
-from loom_sim.harness.records import HarnessTurn, Reply
-from loom_sim.harness.scorecard import Outcome, efficiency, reflection_quality, resilience
-from loom_sim.messages import (
+from loom_sim.harness.messages import (
     Action,
     Artifact,
     AttributedArtifact,
@@ -22,9 +20,11 @@ from loom_sim.messages import (
     PlanAction,
     Reflection,
 )
+from loom_sim.harness.packs import ArtifactsCriterion, EventsCriterion, OutputCriterion, load_pack
+from loom_sim.harness.records import HarnessTurn, Reply
+from loom_sim.harness.scorecard import Outcome, efficiency, reflection_quality, resilience
 from loom_sim.models.base import BadModelReply
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.packs import ArtifactsCriterion, EventsCriterion, OutputCriterion, load_pack
 from loom_sim.resources import find
 from loom_sim.seeds import SeedSource
 

@@ -1,58 +1,76 @@
-"""Layers only point down: the import contracts in pyproject.toml hold (import-linter).
-
-import-linter builds its graph by walking the package's folder, but ``loom_sim.actors``,
-``loom_sim.machines`` and ``loom_sim.configs`` live at the repository's top level (mapped by
-setuptools' ``package-dir``). So the test lays the package out as it is installed — a copy in
-a temporary folder — and runs ``lint-imports`` on that copy with the repository's contracts.
-"""
+"""Layers only point down and the systems stand apart: the import contracts in pyproject.toml
+hold (import-linter), checked the way a maintainer checks them, with ``scripts/check-layers``
+(which lays the tree out as a wheel installs it: actors/ and machines/ live at the top level)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
+import importlib.util
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MAPPED = {"actors": "actors", "machines": "machines", "configs": "configs"}
+
+
+def _check_layers():
+    """scripts/check-layers as a module (it has no .py suffix: it is a command)."""
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("check_layers", str(ROOT / "scripts" / "check-layers"))
+    spec = importlib.util.spec_from_loader("check_layers", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
 
 
 def _installed_layout(where: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    package = where / "loom_sim"
-    shutil.copytree(ROOT / "loom_sim", package, ignore=ignore)
-    for name, folder in MAPPED.items():
-        shutil.copytree(ROOT / folder, package / name, ignore=ignore)
+    """The package laid out in ``where`` as a wheel installs it, with the contracts beside it
+    (what scripts/check-layers checks; tests/test_types.py type-checks the same copy)."""
+    import shutil
+
+    _check_layers().install_layout(where)
     shutil.copy(ROOT / "pyproject.toml", where / "pyproject.toml")
     return where
 
 
-def lint_imports(where: Path) -> subprocess.CompletedProcess[str]:
-    # import-linter's console script, run by this interpreter (whatever venv the tests use)
-    run = "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())"
-    return subprocess.run(
-        [sys.executable, "-c", run, "--config", "pyproject.toml", "--no-cache"],
-        cwd=where,
-        env={**os.environ, "PYTHONPATH": str(where)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def _contracts() -> int:
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return len(settings["contracts"])
 
 
-def test_the_import_contracts_hold(tmp_path):
-    result = lint_imports(_installed_layout(tmp_path))
+def test_the_import_contracts_hold():
+    result = _check_layers().check()
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "Contracts: 2 kept, 0 broken." in result.stdout
+    assert f"Contracts: {_contracts()} kept, 0 broken." in result.stdout
+
+
+def _copy_of_tree(tmp_path: Path) -> Path:
+    import shutil
+
+    root = tmp_path / "tree"
+    for name in ("loom_sim", "actors", "machines", "configs", "scripts"):
+        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
 
 
 def test_the_contract_catches_an_upward_import(tmp_path):
     """The check can fail: a model module that imports the runtime breaks the layers."""
-    where = _installed_layout(tmp_path)
-    upward = where / "loom_sim" / "models" / "upward.py"
-    upward.write_text("import loom_sim.runtime.rollout  # a model reaching up\n")
-    result = lint_imports(where)
+    root = _copy_of_tree(tmp_path)
+    (root / "loom_sim" / "models" / "upward.py").write_text(
+        "import loom_sim.runtime.rollout  # a model reaching up\n"
+    )
+    result = _check_layers().check(root, tmp_path / "laid")
     assert result.returncode != 0
     assert "loom_sim.models.upward -> loom_sim.runtime.rollout" in result.stdout
+
+
+def test_the_contract_catches_one_system_importing_another(tmp_path):
+    """The systems are independent: a debate module reaching into the harness is refused."""
+    root = _copy_of_tree(tmp_path)
+    (root / "loom_sim" / "debate" / "sideways.py").write_text(
+        "import loom_sim.harness.session  # one system reaching into another\n"
+    )
+    result = _check_layers().check(root, tmp_path / "laid")
+    assert result.returncode != 0
+    assert "loom_sim.debate.sideways -> loom_sim.harness.session" in result.stdout

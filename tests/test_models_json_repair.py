@@ -159,3 +159,11 @@ def test_arbitrary_text_never_raises_anything_else(text):
         parse_json(text)
     except BadModelReply:
         pass
+
+
+def test_a_reply_encoded_twice_gives_the_value_inside():
+    """`"{}"` is a JSON string holding an object: the object is what was asked for (found by
+    the property test above with a quote for prose on both sides)."""
+    assert parse_json('"{}"') == {}
+    assert parse_json('"{\\"a\\": 1}"') == {"a": 1}
+    assert parse_json('"plain words"') == "plain words"

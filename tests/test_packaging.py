@@ -1,24 +1,39 @@
-"""Every package of the source tree is listed for the wheel.
+"""Every package of the source tree ships, under the name it is imported by.
 
-``tool.setuptools.packages`` is an explicit list, and a package left out of it is missing only
-from a wheel built on a clean checkout: a warm checkout's stale ``build/`` still has it, so the
-wheel tests pass there. This check reads the tree itself."""
+The package list is derived from the tree (scripts/layout.py, read by setup.py), so nobody
+keeps it by hand; these tests check the derivation against the tree and against the installed
+package: each derived package imports under its name, from the folder it was derived from."""
 
 from __future__ import annotations
 
-import tomllib
+import importlib
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from layout import packages  # noqa: E402
 
 
-def test_every_package_in_the_tree_is_listed_for_the_wheel():
-    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    listed = set(settings["packages"])
-    found = set()
-    for name, folder in settings["package-dir"].items():
-        for init in (ROOT / folder).rglob("__init__.py"):
-            parts = init.parent.relative_to(ROOT / folder).parts
-            if "__pycache__" not in parts and "templates" not in parts:
-                found.add(".".join((name, *parts)))
-    assert found - listed == set(), "add these to tool.setuptools.packages in pyproject.toml"
+def test_every_folder_with_an_init_is_a_package():
+    derived = {folder for folder in packages().values()}
+    for top in ("loom_sim", "actors", "machines", "configs"):
+        for init in (ROOT / top).rglob("__init__.py"):
+            folder = init.parent.relative_to(ROOT)
+            if {"__pycache__", "templates", "static"} & set(folder.parts):
+                continue
+            assert folder.as_posix() in derived, f"{folder} is not installed"
+
+
+def test_a_systems_actors_and_machines_install_under_that_system():
+    found = packages()
+    assert found["loom_sim.debate.actors"] == "actors/debate"
+    assert found["loom_sim.harness.machines"] == "machines/harness"
+    assert found["loom_sim.actors"] == "actors"
+
+
+def test_every_derived_package_imports_from_its_folder():
+    for name, folder in packages().items():
+        module = importlib.import_module(name)
+        where = Path(module.__file__).resolve().parent
+        assert where == (ROOT / folder).resolve(), f"{name} comes from {where}, not {folder}"

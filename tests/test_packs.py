@@ -10,11 +10,11 @@ from PIL import Image
 
 from loom_sim.config.errors import ConfigError
 from loom_sim.errors import LoomError
-from loom_sim.packs import load_pack
-from loom_sim.packs.schema import json_schema
+from loom_sim.harness.packs import load_pack
+from loom_sim.harness.packs.schema import json_schema
+from loom_sim.harness.targets import target_from_option
 from loom_sim.resources import find, shipped_names
 from loom_sim.studio.abilities import ABILITIES
-from loom_sim.targets import target_from_option
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import trio
 
+from loom_sim.harness.targets import AdapterContext, TargetFatal, open_target
+from loom_sim.harness.targets.http import HttpSettings, parse_path, pluck
+from loom_sim.harness.targets.model import ModelSettings
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.targets import AdapterContext, TargetFatal, open_target
-from loom_sim.targets.http import HttpSettings, parse_path, pluck
-from loom_sim.targets.model import ModelSettings
 from loom_sim.testing.fake_openai import FakeOpenAIServer
 from tests.servers import free_port
 

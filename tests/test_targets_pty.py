@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from loom_sim.targets import AdapterContext, TargetFatal, open_target
-from loom_sim.targets.pty import PtySettings
+from loom_sim.harness.targets import AdapterContext, TargetFatal, open_target
+from loom_sim.harness.targets.pty import PtySettings
 
 REPL = """
 import sys

@@ -18,16 +18,16 @@ from loom_sim.debate.cards import CardRecord, RejectedCard
 from loom_sim.debate.files import Summary
 from loom_sim.debate.records import ChatTurn, DetectionRound, ExitCheck, RoomLine, RoomStart
 from loom_sim.debate.report import write_report
-from loom_sim.errors import LoomError
-from loom_sim.resources import find
-from loom_sim.runtime.debate import Debate
-from loom_sim.runtime.debate_plan import (
+from loom_sim.debate.runtime.plan import (
     DEBATE_ROLES,
     DebateOptions,
     make_hub,
     plan_debate,
     plan_resume,
 )
+from loom_sim.debate.runtime.run import Debate
+from loom_sim.errors import LoomError
+from loom_sim.resources import find
 
 _DEFINING = ("topic", "personas", "messages", "seed", "model", "policy", "similarity", "output")
 

@@ -10,11 +10,11 @@ import trio
 
 from loom_sim.cli.options import base_url_option, concurrency_option, timeout_option
 from loom_sim.errors import LoomError
+from loom_sim.harness.packs import load_pack
 from loom_sim.harness.plan import HarnessOptions, HarnessPlan, plan_resume, plan_run
 from loom_sim.harness.records import HarnessTurn
 from loom_sim.harness.run import execute
 from loom_sim.models.hub import ModelHub
-from loom_sim.packs import load_pack
 from loom_sim.resources import find
 
 # Options that define a run; --resume takes them from harness.json instead.

@@ -5,15 +5,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import get_args
 
 import click
 import msgspec
 
 from loom_sim.cli.options import RegistryChoice
+from loom_sim.core.messages import MESSAGE_TYPES, load_message_types
 from loom_sim.errors import LoomError
 from loom_sim.machines.engine import MACHINES
-from loom_sim.messages import AnyBody
 from loom_sim.store.artifacts import TRACE_FILE
 from loom_sim.store.trace import read_trace, summarize
 
@@ -101,7 +100,8 @@ def trace(
                 f"{file}: no actor {actor!r} in this trace; its actors: {', '.join(actors)}"
             )
     if type_ is not None:
-        types = sorted({t.__name__ for t in get_args(AnyBody)})
+        load_message_types()
+        types = sorted(MESSAGE_TYPES)
         if type_.lower() not in {t.lower() for t in types}:
             raise LoomError(f"--type {type_}: no such message type; the types: {', '.join(types)}")
     selected = [

@@ -17,7 +17,7 @@ from loom_sim.config.json_schema import json_schema
 def schema(output: str | None, pack: bool) -> None:
     """Print the JSON Schema of loom-sim configs (or, with --pack, of scenario packs)."""
     if pack:
-        from loom_sim.packs.schema import json_schema as pack_schema
+        from loom_sim.harness.packs.schema import json_schema as pack_schema
 
         text = json.dumps(pack_schema(), indent=2, ensure_ascii=False) + "\n"
     else:

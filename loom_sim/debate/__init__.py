@@ -10,5 +10,5 @@ detector model's answer is worth, and when a room opens
 (:mod:`~loom_sim.debate.cards`); the prompts (:mod:`~loom_sim.debate.prompts`); the records a
 debate writes (:mod:`~loom_sim.debate.records`). The debaters, the moderator and the detector
 are actors (``actors/``); the debate and the crux room are machines (``machines/``) driven by
-:mod:`loom_sim.runtime.debate`.
+:mod:`loom_sim.debate.runtime.run`.
 """

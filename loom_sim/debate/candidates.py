@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from loom_sim.debate.messages import Disagreement
 from loom_sim.debate.settings import DetectionSettings
-from loom_sim.messages import Disagreement
 
 Pair = tuple[str, str]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from loom_sim.messages import Disagreement, PairSignal
+from loom_sim.debate.messages import Disagreement, PairSignal
 
 DETECTION_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -25,9 +25,9 @@ from typing import Any
 import msgspec
 
 from loom_sim.debate.cards import CardFile, CardRecord, RejectedCard
+from loom_sim.debate.messages import Line
 from loom_sim.debate.records import ChatTurn, DetectionRound, RoomLine, RoomMessage
 from loom_sim.errors import LoomError
-from loom_sim.messages import Line
 from loom_sim.store.artifacts import write_json
 from loom_sim.store.jsonl import JsonLines
 from loom_sim.store.trace import read_trace

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loom_sim.messages import PairSignal
+from loom_sim.debate.messages import PairSignal
 from loom_sim.signals.embedding import Backend
 
 _NEGATION = re.compile(

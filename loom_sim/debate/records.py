@@ -13,7 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from loom_sim.debate.candidates import Decision
-from loom_sim.messages import Disagreement, PairSignal
+from loom_sim.debate.messages import Disagreement, PairSignal
 from loom_sim.models.base import Usage
 
 

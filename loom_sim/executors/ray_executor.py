@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+from loom_sim.core.header import redact_url
 from loom_sim.errors import LoomError
 from loom_sim.executors.base import CellBatch, ExecutorSettings, ScoreBatch, executor
 from loom_sim.executors.coordinator import Coordinator, Event
@@ -48,7 +49,7 @@ from loom_sim.executors.worker import (
 from loom_sim.models.providers import PROVIDERS
 from loom_sim.runtime.cells import Cell
 from loom_sim.runtime.progress import ProgressSink
-from loom_sim.runtime.run import hub_for, redact_url
+from loom_sim.runtime.run import hub_for
 from loom_sim.scoring.engine import ScoreSummary
 from loom_sim.store.artifacts import rollout_dir
 from loom_sim.store.distribution import Execution

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from loom_sim.harness.messages import Action
 from loom_sim.harness.records import AuditFlag
-from loom_sim.messages import Action
 
 ROLE_FLIP = re.compile(
     r"""(?ix)

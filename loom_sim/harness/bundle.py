@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from loom_sim.harness.messages import Reflection
 from loom_sim.harness.records import (
     EVENTS_FILE,
     REFLECTIONS_FILE,
@@ -38,7 +39,6 @@ from loom_sim.harness.records import (
     HarnessTurn,
     SetupRecord,
 )
-from loom_sim.messages import Reflection
 from loom_sim.store.artifacts import TurnLog, write_json
 
 

@@ -21,13 +21,13 @@ import msgspec
 from loom_sim import __version__
 from loom_sim.errors import LoomError
 from loom_sim.harness.bundle import Bundle
+from loom_sim.harness.packs import ROLES, LoadedPack, Pack, Persona, Policy, Scenario
+from loom_sim.harness.packs.spec import Ability
 from loom_sim.harness.records import INPUTS_DIR, SESSION_FILE, TARGET_DIR
-from loom_sim.packs import ROLES, LoadedPack, Pack, Persona, Policy, Scenario
-from loom_sim.packs.spec import Ability
+from loom_sim.harness.targets import AdapterContext, target_from_option
 from loom_sim.plugins.adapters import TargetSettings
 from loom_sim.seeds import SeedSource
 from loom_sim.store.artifacts import unique_dir, write_json
-from loom_sim.targets import AdapterContext, target_from_option
 
 HARNESS_FILE = "harness.json"
 FORMAT_VERSION = 1

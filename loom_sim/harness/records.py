@@ -14,7 +14,13 @@ from typing import Any
 
 import msgspec
 
-from loom_sim.messages import Action, Artifact, Evaluation, Reflection, TargetReply
+from loom_sim.harness.messages import (
+    Action,
+    Artifact,
+    Evaluation,
+    Reflection,
+    TargetReply,
+)
 from loom_sim.models.base import Usage
 
 TURNS_FILE = "turns.jsonl"

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from loom_sim.errors import LoomError
+from loom_sim.harness.packs import COMPONENTS
 from loom_sim.harness.plan import HARNESS_FILE
 from loom_sim.harness.records import SCORECARD_FILE, SESSION_FILE, SUMMARY_FILE
-from loom_sim.packs import COMPONENTS
 from loom_sim.rates import pass_hat_k, wilson
 
 

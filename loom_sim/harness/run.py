@@ -17,15 +17,15 @@ from typing import Any
 import trio
 
 from loom_sim import __version__
-from loom_sim.actors.evaluator import RUBRIC_VERSION
-from loom_sim.actors.reflector import PROMPT_VERSION as REFLECTOR_VERSION
-from loom_sim.actors.simulated_user import PROMPT_VERSION as USER_VERSION
+from loom_sim.harness.actors.evaluator import RUBRIC_VERSION
+from loom_sim.harness.actors.reflector import PROMPT_VERSION as REFLECTOR_VERSION
+from loom_sim.harness.actors.simulated_user import PROMPT_VERSION as USER_VERSION
+from loom_sim.harness.packs.spec import SCHEMA_VERSION
 from loom_sim.harness.plan import HarnessPlan, SessionSpec, finished
 from loom_sim.harness.records import SCORECARD_FILE, SESSION_FILE, SUMMARY_FILE, HarnessTurn
 from loom_sim.harness.scorecard import Outcome, abilities_used, scorecard
 from loom_sim.harness.session import ModelSource, Session
 from loom_sim.harness.turn import SessionProgress, SessionResult
-from loom_sim.packs.spec import SCHEMA_VERSION
 from loom_sim.plugins.adapters import TargetSettings
 
 

@@ -32,8 +32,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from loom_sim.harness.packs import COMPONENTS, Scenario
 from loom_sim.harness.records import HarnessTurn
-from loom_sim.packs import COMPONENTS, Scenario
 
 STATUS_SCORE = {"valid": 1.0, "repaired": 0.75, "invalid": 0.0}
 

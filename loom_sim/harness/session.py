@@ -1,9 +1,10 @@
 """One session: a simulated user driving a target through the harness machine.
 
-Each active state of :data:`loom_sim.machines.harness.HARNESS` has one handler here that does
-that state's work and returns the trigger that leaves it; :func:`~loom_sim.machines.engine.drive`
-fires it. The actors — simulated user, target, reflector, evaluator — run in this session's
-nursery; the session owns the turn in progress and the record it becomes.
+Each active state of :data:`loom_sim.harness.machines.session.HARNESS` has one handler here
+that does that state's work and returns the trigger that leaves it;
+:func:`~loom_sim.machines.engine.drive` fires it. The actors — simulated user, target,
+reflector, evaluator — run in this session's nursery; the session owns the turn in progress
+and the record it becomes.
 
 A session never raises into the run: a target that cannot go on, a model that fails for good,
 or a crashed actor ends it in ``error`` with every completed turn on disk and the reason in its
@@ -22,11 +23,22 @@ from typing import Any
 import trio
 
 from loom_sim.actors.base import ActorContext, Post, build
-from loom_sim.actors.evaluator import EvaluatorSetup, Tally
-from loom_sim.actors.reflector import ReflectorSetup
-from loom_sim.actors.simulated_user import UserSetup
-from loom_sim.actors.target import TargetSetup
+from loom_sim.harness.actors.evaluator import EvaluatorSetup, Tally
+from loom_sim.harness.actors.reflector import ReflectorSetup
+from loom_sim.harness.actors.simulated_user import UserSetup
+from loom_sim.harness.actors.target import TargetSetup
 from loom_sim.harness.audit import audit, feedback, vocabulary
+from loom_sim.harness.machines.session import HARNESS, StopReason, Trigger
+from loom_sim.harness.messages import (
+    Action,
+    Collect,
+    Dispatch,
+    Evaluate,
+    Observed,
+    PlanAction,
+    Reflect,
+    StartTarget,
+)
 from loom_sim.harness.plan import SessionSpec
 from loom_sim.harness.records import (
     CAST_FILE,
@@ -38,6 +50,7 @@ from loom_sim.harness.records import (
     SetupRecord,
 )
 from loom_sim.harness.stop import Stop, after_turn, total_cost
+from loom_sim.harness.targets import AdapterContext, TargetFatal
 from loom_sim.harness.turn import (
     SessionProgress,
     SessionResult,
@@ -50,22 +63,10 @@ from loom_sim.harness.turn import (
     signals_of,
 )
 from loom_sim.machines.engine import Handler, Machine, drive
-from loom_sim.machines.harness import HARNESS, StopReason, Trigger
-from loom_sim.messages import (
-    Action,
-    Collect,
-    Dispatch,
-    Evaluate,
-    Observed,
-    PlanAction,
-    Reflect,
-    StartTarget,
-    WindowTurn,
-)
+from loom_sim.messages import WindowTurn
 from loom_sim.models.base import ModelClient
 from loom_sim.seeds import SeedSource
 from loom_sim.store.trace import TraceRecorder, read_trace
-from loom_sim.targets import AdapterContext, TargetFatal
 
 #: (model spec, session index, role) -> the client to call: the hub's, or a test's.
 ModelSource = Callable[[str, int, str], ModelClient]

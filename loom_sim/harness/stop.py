@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loom_sim.harness.machines.session import StopReason
+from loom_sim.harness.packs import Scenario
 from loom_sim.harness.records import HarnessTurn
-from loom_sim.machines.harness import StopReason
-from loom_sim.packs import Scenario
 
 
 @dataclass(frozen=True)

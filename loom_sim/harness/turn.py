@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loom_sim.errors import LoomError
-from loom_sim.harness.records import AuditFlag, HarnessTurn, RejectedDraft, Reply, SetupRecord
-from loom_sim.harness.stop import Stop
-from loom_sim.messages import (
+from loom_sim.harness.messages import (
     Action,
     Artifact,
     AttributedArtifact,
@@ -23,6 +21,8 @@ from loom_sim.messages import (
     Reflected,
     TargetReply,
 )
+from loom_sim.harness.records import AuditFlag, HarnessTurn, RejectedDraft, Reply, SetupRecord
+from loom_sim.harness.stop import Stop
 from loom_sim.models.base import Usage
 
 MAX_SIGNALS = 8

@@ -27,6 +27,7 @@ from loom_sim.assembler.intensity import level_of
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
+from loom_sim.core.header import versions
 from loom_sim.errors import LoomError
 from loom_sim.interop.psychosis_bench import (
     SOURCE,
@@ -36,7 +37,7 @@ from loom_sim.interop.psychosis_bench import (
 )
 from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.base import Usage
-from loom_sim.runtime.run import DEFAULT_MODEL, versions
+from loom_sim.runtime.run import DEFAULT_MODEL
 from loom_sim.scoring.safety import as_source, differences, records_summary
 from loom_sim.store.artifacts import RolloutFiles, config_hash, rollout_dir, write_json
 from loom_sim.store.records import Reference, Score, Transcript, TurnRecord

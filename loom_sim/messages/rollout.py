@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from loom_sim.messages.base import Body, Request, Tell
+from loom_sim.core.messages import Body, Request, Tell
 from loom_sim.models.base import Usage
 
 # ─── persona ────────────────────────────────────────────────────────────────
@@ -22,6 +22,10 @@ class Utterance(Body, frozen=True):
     attempts: int = 1
     cut_turns: int = 0  # history turns left out to fit the context budget
 
+    def summary(self) -> str:
+        text = self.text
+        return text
+
 
 class Speak(Request[Utterance], frozen=True):
     """Persona: produce your next message (a candidate until the repetition guard accepts it)."""
@@ -34,6 +38,12 @@ class Speak(Request[Utterance], frozen=True):
     emergency: str | None = None  # a monitor's intervention, scheduled for this turn
     vary: str | None = None  # the guard's re-prompt after a rejected candidate
 
+    def summary(self) -> str:
+        parts = [f"attempt {self.attempt}", f"injection {self.injection}"]
+        parts += [name for name in ("reminder", "emergency", "vary") if getattr(self, name)]
+        text = ", ".join(parts)
+        return text
+
 
 class Heard(Tell, frozen=True):
     """To the persona and to the responders that listen (adversaries): this exchange is now
@@ -42,6 +52,10 @@ class Heard(Tell, frozen=True):
     turn: int
     persona: str
     interlocutor: str
+
+    def summary(self) -> str:
+        text = f"turn {self.turn + 1} exchange committed"
+        return text
 
 
 # ─── interlocutor (or adversary) ────────────────────────────────────────────
@@ -52,6 +66,10 @@ class Respond(Request[Utterance], frozen=True):
 
     turn: int
     text: str
+
+    def summary(self) -> str:
+        text = self.text
+        return text
 
 
 class AdversaryMove(msgspec.Struct, frozen=True):
@@ -116,6 +134,14 @@ class Verdict(Body, frozen=True):
     vary: str | None = None  # the re-prompt to use when rejected
     redirect: str | None = None  # the stagnation monitor's emergency redirect, for the turn
 
+    def summary(self) -> str:
+        text = (
+            "accepted"
+            if self.accepted
+            else "rejected: " + ", ".join(e.pattern for e in self.events)
+        )
+        return text
+
 
 class CheckCandidate(Request[Verdict], frozen=True):
     """Monitor: may this persona candidate be sent? (with where the trajectory stands, for
@@ -127,10 +153,18 @@ class CheckCandidate(Request[Verdict], frozen=True):
     phase_index: int = 0
     intensities: dict[str, float] = msgspec.field(default_factory=dict)
 
+    def summary(self) -> str:
+        text = f"attempt {self.attempt}: {self.text}"
+        return text
+
 
 class Observation(Body, frozen=True):
     events: list[MonitorEvent] = msgspec.field(default_factory=list)
     emergency: str | None = None  # an intervention for the next turn's prompt
+
+    def summary(self) -> str:
+        text = ", ".join(f"{e.monitor}:{e.pattern}" for e in self.events) or "nothing to report"
+        return text
 
 
 class Observe(Request[Observation], frozen=True):
@@ -141,6 +175,10 @@ class Observe(Request[Observation], frozen=True):
     interlocutor: str
     phase_index: int = 0
     intensities: dict[str, float] = msgspec.field(default_factory=dict)
+
+    def summary(self) -> str:
+        text = f"turn {self.turn + 1} exchange"
+        return text
 
 
 # ─── judge ──────────────────────────────────────────────────────────────────
@@ -160,6 +198,10 @@ class Judgement(Body, frozen=True):
     attempts: int = 1
     usage: Usage = msgspec.field(default_factory=Usage)
 
+    def summary(self) -> str:
+        text = f"ok {self.parsed}" if self.ok else f"failed: {self.error}"
+        return text
+
 
 class Judge(Request[Judgement], frozen=True):
     """Judge: score a window of turns against a rubric; answer as JSON matching ``schema``.
@@ -178,6 +220,10 @@ class Judge(Request[Judgement], frozen=True):
     rubric_id: str = ""
     material: dict[str, str] = msgspec.field(default_factory=dict)
     brief: str = ""
+
+    def summary(self) -> str:
+        text = f"rubric {self.rubric_id or '?'} over turns {[w.turn + 1 for w in self.window]}"
+        return text
 
 
 # ─── embedding service ──────────────────────────────────────────────────────

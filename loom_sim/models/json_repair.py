@@ -227,9 +227,19 @@ def read_json(text: str, *, model: str | None = None, prefer_object: bool = Fals
         raise BadModelReply(f"{model or 'the model'} returned no text where JSON was expected.")
     stripped = text.strip()
     try:
-        return JsonReading(_loads(stripped), "whole")
+        whole = _loads(stripped)
     except _NoParse:
         pass
+    else:
+        # a reply that is one JSON string holding an object or array (`"{...}"`) was encoded
+        # twice: the value asked for is inside it
+        inner = whole.strip() if isinstance(whole, str) else ""
+        if inner[:1] in ("{", "["):
+            try:
+                return JsonReading(_loads(inner), "whole")
+            except _NoParse:
+                pass
+        return JsonReading(whole, "whole")
     for fenced in _FENCE.findall(stripped):
         try:
             return JsonReading(_loads(fenced.strip()), "fence")

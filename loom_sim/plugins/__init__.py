@@ -28,7 +28,7 @@ from typing import Generic, TypeVar
 
 from loom_sim.errors import LoomError
 
-__all__ = ["Plugin", "PluginError", "Registry", "UnknownPlugin"]
+__all__ = ["Plugin", "PluginError", "Registry", "UnknownPlugin", "load_entry_points"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +142,21 @@ class Registry(Generic[E]):
             self._loaded = True
         finally:
             self._loading = False
+
+
+def load_entry_points(group: str, kind: str) -> None:
+    """Import every module an entry-point group names (for plug-ins kept outside a
+    :class:`Registry`, such as message types); a failure names the entry point."""
+    for point in _entry_points(group):
+        try:
+            point.load()
+        except PluginError:
+            raise
+        except Exception as err:
+            raise PluginError(
+                f"the {kind} plug-in {point.name!r} ({point.value}, entry point group {group}) "
+                f"failed to load: {type(err).__name__}: {err}"
+            ) from err
 
 
 def _entry_points(group: str) -> list[metadata.EntryPoint]:

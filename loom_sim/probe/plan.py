@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from loom_sim import __version__
+from loom_sim.core.header import redact_argv, redact_url, versions
 from loom_sim.errors import LoomError
 from loom_sim.judging import contradiction
 from loom_sim.models.hub import ModelHub
@@ -36,7 +37,6 @@ from loom_sim.probe.stand_ins import (
     TURN1_ANSWERS,
     detect_strategy,
 )
-from loom_sim.runtime.run import redact_url, versions
 from loom_sim.store.artifacts import config_hash, unique_dir, write_json
 from loom_sim.strategies.policies import STRATEGIES
 
@@ -174,7 +174,7 @@ def plan_probe(
         "config": config_data,
         "modes": {},
     }
-    argv_shown = [redact_url(a) if "://" in a else a for a in (argv or [])]
+    argv_shown = redact_argv(argv)
     for mode in options.modes:
         plan.record["modes"][mode] = {
             "runs": plan.runs,

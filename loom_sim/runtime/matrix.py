@@ -21,6 +21,7 @@ from pathlib import Path
 
 from loom_sim import __version__
 from loom_sim.config import load_config
+from loom_sim.core.header import redact_argv, versions
 from loom_sim.errors import LoomError
 from loom_sim.models.cache import ResponseCache
 from loom_sim.models.hub import ModelHub
@@ -36,8 +37,6 @@ from loom_sim.runtime.run import (
     make_hub,
     plan_resume,
     plan_run,
-    redact_url,
-    versions,
     write_plan,
 )
 from loom_sim.store.artifacts import new_run_dir, write_json
@@ -121,7 +120,7 @@ def plan_matrix(
         arms=arms,
         budgets=Budgets(options.max_cost_usd, options.max_runtime_s),
         suite=str(suite) if suite else None,
-        argv=[(redact_url(a) or a) if "://" in a else a for a in (argv or [])],
+        argv=redact_argv(argv),
         versions=versions(),
     )
     return MatrixPlan(dir=run_dir, record=record, arms=plans)

@@ -11,21 +11,18 @@ that ``concurrency`` workers in one nursery take in order; a rollout that fails 
 from __future__ import annotations
 
 import contextlib
-import platform
 import random
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from loom_sim import __version__
 from loom_sim.assembler import Assembler
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
+from loom_sim.core.header import redact_argv, redact_url, versions
 from loom_sim.errors import LoomError
 from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.base import CallLimiter
@@ -225,7 +222,7 @@ def plan_run(
         base_url=redact_url(options.base_url),
         budgets=Budgets(options.max_cost_usd, options.max_runtime_s),
         timeout_s=options.timeout_s,
-        argv=[(redact_url(a) or a) if "://" in a else a for a in (argv or [])],
+        argv=redact_argv(argv),
         versions=versions(),
         config=config_data,
     )
@@ -376,35 +373,3 @@ def hub_for(
         cache=cache,
         limiters=limiters,
     )
-
-
-def redact_url(url: str | None) -> str | None:
-    """Drop credentials and query strings from a URL before it is written anywhere."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def versions() -> dict[str, str]:
-    found = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for package in (
-        "pydantic",
-        "msgspec",
-        "trio",
-        "httpx",
-        "transitions",
-        "jinja2",
-        "llama-cpp-python",
-    ):
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            found[package] = "not installed"
-    return found

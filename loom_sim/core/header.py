@@ -1,0 +1,87 @@
+"""The plan header every record carries, and the redaction that makes it safe to write.
+
+Each system's record (``run.json``, ``probe.json``, ``harness.json``, ``debate.json``,
+``report.json``) says when it was made, by which command, with which seed and which versions of
+loom-sim, its libraries, its prompt templates and rubrics. The command line and any URL pass
+through :func:`redact_argv` / :func:`redact_url` on the way in, so no system can forget to
+remove the ``user:password@`` or the ``?key=`` a user typed: a header holds only what was
+redacted when it was made.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import sys
+from datetime import UTC, datetime
+from importlib import metadata
+from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
+_LIBRARIES = ("pydantic", "msgspec", "trio", "httpx", "transitions", "jinja2", "llama-cpp-python")
+
+
+class PlanHeader(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
+    """Who made a record, how, and with what: the same fields in every system's record."""
+
+    format_version: int
+    seed: int | None
+    command: list[str]  # the command line, redacted
+    created_at: str
+    versions: dict[str, str]
+    template_version: str | None = None
+    rubric_versions: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+def plan_header(
+    *,
+    format_version: int,
+    seed: int | None,
+    argv: list[str] | None,
+    template_version: str | None = None,
+    rubric_versions: dict[str, str] | None = None,
+) -> PlanHeader:
+    """A header for a record made now, its command line redacted."""
+    return PlanHeader(
+        format_version=format_version,
+        seed=seed,
+        command=redact_argv(argv),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        versions=versions(),
+        template_version=template_version,
+        rubric_versions=dict(rubric_versions or {}),
+    )
+
+
+def redact_url(url: str | None) -> str | None:
+    """Drop credentials and query strings from a URL before it is written anywhere."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "<unparseable url>"
+    host = parts.hostname or ""
+    if port:
+        host += f":{port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def redact_argv(argv: list[str] | None) -> list[str]:
+    """The command line with every URL in it redacted, wherever it stands in an argument
+    (``--base-url=http://user:pw@host/v1``, ``http:http://…`` target specs alike)."""
+    return [_URL.sub(lambda m: redact_url(m.group(0)) or "", a) for a in (argv or [])]
+
+
+def versions() -> dict[str, str]:
+    """Python, the platform and the libraries whose behaviour a record depends on."""
+    found = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for package in _LIBRARIES:
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    return found
