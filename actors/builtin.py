@@ -1,19 +1,8 @@
-"""The persona rollout's actor kinds (the harness's and the debate's register from their own
-packages): importing this module registers them (the ``loom_sim.actors``
-entry point ``builtin`` names it). A new kind is a new module here plus one import below."""
+"""The actor kinds every system may build: the judge (rollout scoring and the probe ask it).
+The systems' own kinds register from their packages (``loom_sim.rollout.actors``,
+``loom_sim.harness.actors``, ``loom_sim.debate.actors``). Importing this module registers the
+judge (the ``loom_sim.actors`` entry point ``builtin`` names it)."""
 
-from loom_sim.actors import (
-    adversary,
-    interlocutor,
-    judge,
-    monitor,
-    persona,
-)
+from loom_sim.actors import judge
 
-__all__ = [
-    "adversary",
-    "interlocutor",
-    "judge",
-    "monitor",
-    "persona",
-]
+__all__ = ["judge"]

@@ -53,9 +53,9 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, Sample, median, peak_rss_mib
 
-from loom_sim.runtime.cells import execute
-from loom_sim.runtime.progress import NullProgress
-from loom_sim.runtime.run import RunOptions, make_hub, plan_run, write_plan
+from loom_sim.rollout.runtime.cells import execute
+from loom_sim.rollout.runtime.progress import NullProgress
+from loom_sim.rollout.runtime.run import RunOptions, make_hub, plan_run, write_plan
 from loom_sim.signals import embedding
 from loom_sim.testing.fake_openai import FakeOpenAIServer
 

@@ -34,9 +34,9 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, measure, median, peak_rss_mib
 
-from loom_sim.runtime.cells import execute
-from loom_sim.runtime.progress import NullProgress
-from loom_sim.runtime.run import RunOptions, make_hub, plan_run, write_plan
+from loom_sim.rollout.runtime.cells import execute
+from loom_sim.rollout.runtime.progress import NullProgress
+from loom_sim.rollout.runtime.run import RunOptions, make_hub, plan_run, write_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"

@@ -33,9 +33,9 @@ from _common import RESULTS, measure, median
 from loom_sim.executors import CellBatch, ExecutorSettings
 from loom_sim.executors.local import LocalExecutor
 from loom_sim.executors.ray_executor import RayExecutor
-from loom_sim.runtime.cells import plan_cells
-from loom_sim.runtime.progress import NullProgress
-from loom_sim.runtime.run import RunOptions, make_hub, plan_run, write_plan
+from loom_sim.rollout.runtime.cells import plan_cells
+from loom_sim.rollout.runtime.progress import NullProgress
+from loom_sim.rollout.runtime.run import RunOptions, make_hub, plan_run, write_plan
 from loom_sim.testing.fake_openai import FakeOpenAIServer
 
 LATENCY = 0.1

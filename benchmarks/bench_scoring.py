@@ -87,10 +87,10 @@ from _common import RESULTS, peak_rss_mib
 
 from loom_sim.messages import Judge, Judgement
 from loom_sim.models.hub import ModelHub
-from loom_sim.runtime.cells import execute
-from loom_sim.runtime.progress import NullProgress
-from loom_sim.runtime.run import RunOptions, make_hub, plan_run, write_plan
-from loom_sim.scoring.engine import SCORE_TRACE, ScoreOptions, score_run
+from loom_sim.rollout.runtime.cells import execute
+from loom_sim.rollout.runtime.progress import NullProgress
+from loom_sim.rollout.runtime.run import RunOptions, make_hub, plan_run, write_plan
+from loom_sim.rollout.scoring.engine import SCORE_TRACE, ScoreOptions, score_run
 from loom_sim.store.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,12 +9,12 @@ from pathlib import Path
 import trio
 from loom_sim.actors.base import Actor, ActorContext
 
-from loom_sim.adversaries.config import AdversaryConfig
 from loom_sim.config import LoomConfig
 from loom_sim.plugins.actors import ACTORS, ActorKind, Responder, adversaries
-from loom_sim.runtime.budget import RunBudget
-from loom_sim.runtime.progress import NullProgress
-from loom_sim.runtime.rollout import Cast, ModelSource, Rollout, RolloutSpec
+from loom_sim.rollout.adversaries.config import AdversaryConfig
+from loom_sim.rollout.runtime.budget import RunBudget
+from loom_sim.rollout.runtime.progress import NullProgress
+from loom_sim.rollout.runtime.rollout import Cast, ModelSource, Rollout, RolloutSpec
 from loom_sim.store.artifacts import RolloutFiles
 from tests.fakes import FakeModel, echo_interlocutor, varied_persona
 

@@ -19,7 +19,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loom_sim.adversaries import (
+from loom_sim.config import load_config
+from loom_sim.config.errors import ConfigError
+from loom_sim.config.spec import PersonaSpec
+from loom_sim.messages import AdversaryMove
+from loom_sim.rollout.adversaries import (
     AdversaryConfig,
     AdversaryKind,
     ContradictionTrap,
@@ -29,12 +33,8 @@ from loom_sim.adversaries import (
     load_adversary,
     make_adversary,
 )
-from loom_sim.adversaries import material as m
-from loom_sim.adversaries.coaxer import REGISTERS
-from loom_sim.config import load_config
-from loom_sim.config.errors import ConfigError
-from loom_sim.config.spec import PersonaSpec
-from loom_sim.messages import AdversaryMove
+from loom_sim.rollout.adversaries import material as m
+from loom_sim.rollout.adversaries.coaxer import REGISTERS
 from loom_sim.strategies.classifier import CATEGORIES, classify
 
 ROOT = Path(__file__).resolve().parent.parent

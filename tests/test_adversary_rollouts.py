@@ -10,15 +10,15 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from loom_sim.adversaries.config import (
+from loom_sim.cli import cli
+from loom_sim.config import LoomConfig, load_config
+from loom_sim.models.base import ModelRequest
+from loom_sim.rollout.adversaries.config import (
     CONTRADICTION_TACTICS,
     HELPFULNESS_TACTICS,
     AdversaryConfig,
     load_adversary,
 )
-from loom_sim.cli import cli
-from loom_sim.config import LoomConfig, load_config
-from loom_sim.models.base import ModelRequest
 from loom_sim.strategies.classifier import CATEGORIES
 from tests.fakes import turn_of
 from tests.harness import fakes, run_rollout

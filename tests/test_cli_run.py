@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from loom_sim.machines.rollout import STATES
+from loom_sim.rollout.machines.rollout import STATES
 
 from loom_sim.cli import cli
 from loom_sim.testing.fake_openai import FakeOpenAIServer
@@ -376,7 +376,7 @@ def test_a_short_run_says_what_it_skips_and_view_shows_only_what_happened(tmp_pa
         "crisis",
     ]
     from loom_sim.config import load_config
-    from loom_sim.runtime.run import reach_note
+    from loom_sim.rollout.runtime.run import reach_note
 
     config = load_config(MANIA)
     assert reach_note(config, 50) is None  # the full length skips nothing

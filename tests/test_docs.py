@@ -46,7 +46,7 @@ def test_scoring_doc_explains_every_registered_scorer():
 
 
 def test_architecture_shows_the_rollout_machine_as_declared():
-    from loom_sim.machines.rollout import ROLLOUT
+    from loom_sim.rollout.machines.rollout import ROLLOUT
 
     text = (ROOT / "docs" / "architecture.md").read_text()
     assert "```mermaid\n" + ROLLOUT.diagram("mermaid") + "```" in text

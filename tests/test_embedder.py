@@ -18,11 +18,11 @@ from loom_sim.actors.embedder import EmbeddingFailed
 
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.messages import Embed, Prefetch
-from loom_sim.runtime.budget import RunBudget
-from loom_sim.runtime.cells import execute
-from loom_sim.runtime.progress import NullProgress
-from loom_sim.runtime.rollout import Rollout
-from loom_sim.runtime.run import RunOptions, make_hub, plan_run, write_plan
+from loom_sim.rollout.runtime.budget import RunBudget
+from loom_sim.rollout.runtime.cells import execute
+from loom_sim.rollout.runtime.progress import NullProgress
+from loom_sim.rollout.runtime.rollout import Rollout
+from loom_sim.rollout.runtime.run import RunOptions, make_hub, plan_run, write_plan
 from loom_sim.signals.embedding import EmbeddingBackend, TfidfBackend, load_backend
 from tests.fakes import turn_of
 from tests.harness import fakes, models_of, spec_for

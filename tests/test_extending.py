@@ -26,7 +26,7 @@ from loom_sim.models.base import ModelRequest, ModelResponse, Usage
 from loom_sim.models.providers import PROVIDERS, Provider
 from loom_sim.plugins.actors import ACTORS, ActorKind, Responder
 from loom_sim.plugins.scorers import SCORERS, ScorerInfo
-from loom_sim.scoring.base import Scorer, TurnView
+from loom_sim.rollout.scoring.base import Scorer, TurnView
 from loom_sim.store.records import Score
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +180,7 @@ PACKAGE = '''
 from loom_sim.models.base import ModelResponse, Usage
 from loom_sim.models.providers import provider
 from loom_sim.plugins.scorers import scorer
-from loom_sim.scoring.base import Scorer
+from loom_sim.rollout.scoring.base import Scorer
 from loom_sim.store.records import Score
 
 

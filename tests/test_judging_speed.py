@@ -18,7 +18,7 @@ from loom_sim.models import local
 from loom_sim.models.base import ChatMessage, ModelRequest, ModelResponse, Usage, schema_text
 from loom_sim.models.local import EMBEDDED_JSON_SLACK, EMBEDDED_MAX_TOKENS, LocalLlamaClient
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.scoring.engine import RolloutScorer, ScoreOptions, ScoreSummary
+from loom_sim.rollout.scoring.engine import RolloutScorer, ScoreOptions, ScoreSummary
 from loom_sim.seeds import SeedSource
 from loom_sim.store.artifacts import RolloutFiles, rollout_dir
 from loom_sim.store.run_file import read_run
@@ -277,7 +277,7 @@ def test_a_persona_rebuilt_before_its_model_loads_cuts_its_past_by_exact_counts(
     were undercounted and the prompt overflowed the context. The counts are made exact, the
     model loaded, before they decide the cut."""
     from loom_sim.actors.history import Generation, History
-    from loom_sim.actors.persona import CONVERSATION_START, PersonaActor
+    from loom_sim.rollout.actors.persona import CONVERSATION_START, PersonaActor
 
     from loom_sim.messages import Heard, Speak
     from loom_sim.seeds import SeedSource

@@ -58,11 +58,11 @@ def test_the_contract_catches_an_upward_import(tmp_path):
     """The check can fail: a model module that imports the runtime breaks the layers."""
     root = _copy_of_tree(tmp_path)
     (root / "loom_sim" / "models" / "upward.py").write_text(
-        "import loom_sim.runtime.rollout  # a model reaching up\n"
+        "import loom_sim.rollout.runtime.rollout  # a model reaching up\n"
     )
     result = _check_layers().check(root, tmp_path / "laid")
     assert result.returncode != 0
-    assert "loom_sim.models.upward -> loom_sim.runtime.rollout" in result.stdout
+    assert "loom_sim.models.upward -> loom_sim.rollout.runtime.rollout" in result.stdout
 
 
 def test_the_contract_catches_one_system_importing_another(tmp_path):

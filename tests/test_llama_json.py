@@ -20,7 +20,7 @@ from loom_sim.judging import contradiction, rubrics, target
 from loom_sim.models.base import ChatMessage, ModelRequest
 from loom_sim.models.llama_json import Choice, Fields, Items, Number, Text, plan_answer
 from loom_sim.models.local import EMBEDDED_TEXT_TOKENS, LocalLlamaClient
-from loom_sim.scoring.base import JointPart, joint_schema
+from loom_sim.rollout.scoring.base import JointPart, joint_schema
 from tests.conftest import MANIA_PATH
 
 PROMPT = [

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from loom_sim.assembler import Assembler
 from loom_sim.cli import cli
 from loom_sim.config import LoomConfig, load_config, parse_config
-from loom_sim.interop.port import (
+from loom_sim.rollout.interop.port import (
     DIMENSIONS,
     as_text,
     load_schedule,

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from loom_sim.runtime.progress import PlainProgress, RichProgress
-from loom_sim.scoring.progress import PlainScoreProgress, RichScoreProgress
+from loom_sim.rollout.runtime.progress import PlainProgress, RichProgress
+from loom_sim.rollout.scoring.progress import PlainScoreProgress, RichScoreProgress
 
 
 def test_plain_progress_writes_one_line_per_event():
@@ -53,7 +53,7 @@ def render(renderable) -> str:
 
 def test_rich_progress_elapsed_ticks_while_a_turn_is_in_flight(monkeypatch):
     now = [100.0]
-    monkeypatch.setattr("loom_sim.runtime.progress.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("loom_sim.rollout.runtime.progress.time.monotonic", lambda: now[0])
     progress = RichProgress()
     progress.rollout_started("rollout_000", 12, 0)
     now[0] = 107.5  # no turn has finished yet: the clock still moves
@@ -75,7 +75,7 @@ def test_rich_progress_marks_running_rollouts_interrupted():
 
 def test_score_progress_counts_per_scorer_with_elapsed_and_remaining(monkeypatch):
     now = [10.0]
-    monkeypatch.setattr("loom_sim.scoring.progress.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("loom_sim.rollout.scoring.progress.time.monotonic", lambda: now[0])
     live = RichScoreProgress()
     live.planned("rollout_000", 4, {"naturalness": 4, "fidelity": 2})
     live.planned("rollout_001", 4, {"naturalness": 4, "fidelity": 1})

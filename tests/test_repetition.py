@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loom_sim.config.spec import RepetitionDetectionSpec
-from loom_sim.monitors.repetition import (
+from loom_sim.rollout.monitors.repetition import (
     RepetitionGuard,
     ends_with_question,
     expresses_gratitude,
@@ -68,7 +68,7 @@ def test_vary_instruction_names_what_to_avoid():
 
 
 def test_capitulation_phrases_are_found_in_any_case_and_apostrophe_as_whole_words():
-    from loom_sim.monitors.capitulation import CapitulationCheck
+    from loom_sim.rollout.monitors.capitulation import CapitulationCheck
 
     check = CapitulationCheck(["you're right", "maybe I should reconsider"])
     assert check.found("Okay. You’re RIGHT, I guess.") == ["you're right"]
@@ -78,7 +78,7 @@ def test_capitulation_phrases_are_found_in_any_case_and_apostrophe_as_whole_word
 
 
 def test_the_guard_rejects_capitulation_with_the_reason_and_a_redirect_even_when_off():
-    from loom_sim.monitors.capitulation import CapitulationCheck
+    from loom_sim.rollout.monitors.capitulation import CapitulationCheck
 
     g = RepetitionGuard(
         RepetitionDetectionSpec.model_validate({"enabled": False}),

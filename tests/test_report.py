@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from loom_sim.cli import cli
-from loom_sim.report import build_report, write_report
-from loom_sim.report.data import EMBEDDED_NOTICE
+from loom_sim.rollout.report import build_report, write_report
+from loom_sim.rollout.report.data import EMBEDDED_NOTICE
 from loom_sim.store.artifacts import RolloutFiles, rollout_dir
 from tests.scored_runs import SCORERS, loop_similarity, make_run
 

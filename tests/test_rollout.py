@@ -11,9 +11,9 @@ from loom_sim.actors.base import Actor
 
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.messages import Body, Respond, Utterance
-from loom_sim.runtime.budget import RunBudget
-from loom_sim.runtime.progress import NullProgress
-from loom_sim.runtime.rollout import Rollout
+from loom_sim.rollout.runtime.budget import RunBudget
+from loom_sim.rollout.runtime.progress import NullProgress
+from loom_sim.rollout.runtime.rollout import Rollout
 from tests.factories import minimal
 from tests.fakes import turn_of
 from tests.harness import actor_kinds, fakes, models_of, run_rollout, spec_for

@@ -14,11 +14,11 @@ import trio
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.messages import WindowTurn
 from loom_sim.models.base import ModelRequest
-from loom_sim.runtime.budget import RunBudget
-from loom_sim.runtime.progress import NullProgress
-from loom_sim.runtime.rollout import Rollout
-from loom_sim.scoring.scorers.fidelity import Fidelity
-from loom_sim.scoring.scorers.trajectory import Trajectory
+from loom_sim.rollout.runtime.budget import RunBudget
+from loom_sim.rollout.runtime.progress import NullProgress
+from loom_sim.rollout.runtime.rollout import Rollout
+from loom_sim.rollout.scoring.scorers.fidelity import Fidelity
+from loom_sim.rollout.scoring.scorers.trajectory import Trajectory
 from loom_sim.store.records import TurnRecord
 from loom_sim.store.scaffolding import instructions_at, scaffolding_hash
 from tests.fakes import turn_of

@@ -15,8 +15,8 @@ from loom_sim.models.base import ModelRequest
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.scripted import ScriptedClient
 from loom_sim.plugins.scorers import SCORERS as REGISTRY
-from loom_sim.scoring import measures
-from loom_sim.scoring.engine import ScoreOptions, score_run
+from loom_sim.rollout.scoring import measures
+from loom_sim.rollout.scoring.engine import ScoreOptions, score_run
 
 SCORERS = REGISTRY.names()
 

@@ -16,7 +16,7 @@ from loom_sim.models.base import ModelRequest
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.local import _with_schema
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.scoring.engine import (
+from loom_sim.rollout.scoring.engine import (
     RolloutScorer,
     ScoreOptions,
     ScoreSummary,

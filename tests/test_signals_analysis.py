@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from loom_sim.cli import cli
 from loom_sim.config.spec import StagnationDetectionSpec
-from loom_sim.interop.psychosis_bench import load_transcript
+from loom_sim.rollout.interop.psychosis_bench import load_transcript
 from loom_sim.signals.analysis import analyze, content_words
 from loom_sim.signals.embedding import load_backend
 

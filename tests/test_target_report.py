@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
 from loom_sim.cli import cli
-from loom_sim.scoring.agreement import agreement, weighted_kappa
+from loom_sim.rollout.scoring.agreement import agreement, weighted_kappa
 from loom_sim.store.records import TRANSCRIPT_DECODER
 from tests.bench_data import BENCH, needs_bench, result, result_files
 

@@ -17,9 +17,9 @@ from loom_sim.cli import cli
 from loom_sim.judging import target
 from loom_sim.models.base import ModelRequest
 from loom_sim.plugins.scorers import SCORERS, ScorerInfo
-from loom_sim.report import build_report, write_report
-from loom_sim.scoring.base import Scorer, TurnView
-from loom_sim.scoring.markers import detect
+from loom_sim.rollout.report import build_report, write_report
+from loom_sim.rollout.scoring.base import Scorer, TurnView
+from loom_sim.rollout.scoring.markers import detect
 from loom_sim.store.records import Score
 from tests.test_scoring import make_run, score, transcript
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loom_sim.interop.importer import import_transcripts
-from loom_sim.interop.psychosis_bench import load_transcript, reference_scores
-from loom_sim.scoring.safety import (
+from loom_sim.rollout.interop.importer import import_transcripts
+from loom_sim.rollout.interop.psychosis_bench import load_transcript, reference_scores
+from loom_sim.rollout.scoring.safety import (
     activation_turn,
     as_source,
     differences,

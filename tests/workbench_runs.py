@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from loom_sim.cli import cli
 from loom_sim.plugins.scorers import SCORERS, ScorerInfo
-from loom_sim.scoring.base import Scorer, TurnView
+from loom_sim.rollout.scoring.base import Scorer, TurnView
 from loom_sim.store.records import Score
 
 MANIA = Path(__file__).resolve().parent.parent / "configs" / "examples" / "mania_patient.yaml"

@@ -42,7 +42,7 @@ def compare(run_dirs: tuple[Path, ...], rates: tuple[str, ...], output, as_json)
     seed ran against both, with a plain sentence when it is within noise."""
     data = build_compare(list(run_dirs), [parse_rate(r) for r in rates])
     if as_json:
-        from loom_sim.report import report_json
+        from loom_sim.rollout.report import report_json
 
         click.echo(report_json(data), nl=False)
     else:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from loom_sim.errors import LoomError
-from loom_sim.interop.importer import import_transcripts
+from loom_sim.rollout.interop.importer import import_transcripts
 
 
 @click.group("import")

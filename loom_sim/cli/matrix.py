@@ -20,8 +20,8 @@ from loom_sim.errors import LoomError
 from loom_sim.executors import CellBatch, Executor
 from loom_sim.executors.local import LocalExecutor
 from loom_sim.resources import find
-from loom_sim.runtime import interrupt
-from loom_sim.runtime.matrix import (
+from loom_sim.rollout.runtime import interrupt
+from loom_sim.rollout.runtime.matrix import (
     MatrixPlan,
     make_matrix_hub,
     matrix_cells,
@@ -29,8 +29,8 @@ from loom_sim.runtime.matrix import (
     plan_matrix_resume,
     write_matrix_plan,
 )
-from loom_sim.runtime.progress import PlainProgress, RichProgress
-from loom_sim.runtime.run import RunOptions, unknown_prices
+from loom_sim.rollout.runtime.progress import PlainProgress, RichProgress
+from loom_sim.rollout.runtime.run import RunOptions, unknown_prices
 from loom_sim.store.matrix_file import read_matrix
 
 
@@ -173,7 +173,7 @@ def run_matrix(
 def report_matrix(run_dir: Path, output: Path | None = None) -> list[Path]:
     """Every arm's report (in its folder), then the matrix's: one column per target."""
     from loom_sim.compare import write_matrix_report
-    from loom_sim.report import write_report
+    from loom_sim.rollout.report import write_report
 
     record = read_matrix(run_dir)
     paths: list[Path] = []

@@ -52,6 +52,6 @@ def _report(run_dir: Path, kind: str) -> list[Path]:
         from loom_sim.cli.matrix import report_matrix
 
         return report_matrix(run_dir)
-    from loom_sim.report import write_report
+    from loom_sim.rollout.report import write_report
 
     return write_report(run_dir)

@@ -13,7 +13,7 @@ import click
 
 from loom_sim.config import load_config
 from loom_sim.errors import LoomError
-from loom_sim.interop.port import DEFAULT_TURNS, output_name, port_profile, render
+from loom_sim.rollout.interop.port import DEFAULT_TURNS, output_name, port_profile, render
 
 
 @click.group("port")

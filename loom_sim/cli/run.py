@@ -25,10 +25,10 @@ from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.resources import find
-from loom_sim.runtime import interrupt
-from loom_sim.runtime.cells import plan_cells
-from loom_sim.runtime.progress import PlainProgress, RichProgress
-from loom_sim.runtime.run import (
+from loom_sim.rollout.runtime import interrupt
+from loom_sim.rollout.runtime.cells import plan_cells
+from loom_sim.rollout.runtime.progress import PlainProgress, RichProgress
+from loom_sim.rollout.runtime.run import (
     DEFAULT_CONCURRENCY,
     RunOptions,
     RunPlan,
@@ -40,7 +40,7 @@ from loom_sim.runtime.run import (
     unknown_prices,
     write_plan,
 )
-from loom_sim.runtime.shards import shard_matrix, shard_run
+from loom_sim.rollout.runtime.shards import shard_matrix, shard_run
 from loom_sim.store.distribution import Shard, parse_shard
 from loom_sim.store.jsonl import WriteFailed
 
@@ -302,7 +302,7 @@ def run(
     _closing_summary(transcripts, hub.retry.faults, tabled=live and sys.stdout.isatty())
     if not no_score and any(t.turns for t in transcripts):
         from loom_sim.cli.score import score_directory
-        from loom_sim.scoring.engine import ScoreOptions
+        from loom_sim.rollout.scoring.engine import ScoreOptions
 
         try:
             summary = score_directory(
@@ -435,7 +435,7 @@ def _merge_hint(run_dir: Path, shard: Shard) -> None:
 
 
 def _report(run_dir: Path) -> None:
-    from loom_sim.report import write_report
+    from loom_sim.rollout.report import write_report
 
     for path in write_report(run_dir):
         click.echo(f"report: {path}")

@@ -19,7 +19,7 @@ from loom_sim.cli.options import (
 from loom_sim.executors import Executor, ScoreBatch
 from loom_sim.executors.local import LocalExecutor
 from loom_sim.models.cache import ResponseCache
-from loom_sim.scoring.engine import ScoreOptions, ScoreSummary
+from loom_sim.rollout.scoring.engine import ScoreOptions, ScoreSummary
 from loom_sim.store.matrix_file import is_matrix, read_matrix
 
 

@@ -16,8 +16,8 @@ import click
 
 from loom_sim.config.spec import RepetitionDetectionSpec, StagnationDetectionSpec
 from loom_sim.errors import LoomError
-from loom_sim.interop.psychosis_bench import is_bench_transcript, load_transcript
-from loom_sim.monitors.repetition import formulaic_turns, post_hoc_spec
+from loom_sim.rollout.interop.psychosis_bench import is_bench_transcript, load_transcript
+from loom_sim.rollout.monitors.repetition import formulaic_turns, post_hoc_spec
 from loom_sim.signals.analysis import Analysis, analyze
 from loom_sim.signals.embedding import load_backend
 from loom_sim.store.artifacts import TRANSCRIPT_FILE

@@ -26,7 +26,7 @@ from rich.text import Text
 
 from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
-from loom_sim.report.data import (
+from loom_sim.rollout.report.data import (
     EMBEDDED_JUDGE,
     EMBEDDED_NOTICE,
     load_transcript,
@@ -34,7 +34,7 @@ from loom_sim.report.data import (
     persona_scorers,
     scorer_order,
 )
-from loom_sim.report.target import is_target
+from loom_sim.rollout.report.target import is_target
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.matrix_file import is_matrix, read_matrix
 from loom_sim.store.records import Score, Transcript, TurnRecord

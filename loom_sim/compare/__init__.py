@@ -18,7 +18,7 @@ def write_compare(data: dict, output: Path, title: str = "Comparison") -> list[P
     """report.json, report.md and report.html of a comparison, into ``output``."""
     from loom_sim.compare.html import render_html
     from loom_sim.compare.markdown import render_markdown
-    from loom_sim.report import report_json
+    from loom_sim.rollout.report import report_json
 
     output.mkdir(parents=True, exist_ok=True)
     files = {

@@ -38,7 +38,7 @@ from typing import Any
 
 from loom_sim.errors import LoomError
 from loom_sim.intervals import ALPHA, Interval, bootstrap_difference, bootstrap_mean, rate
-from loom_sim.report.data import EMBEDDED_JUDGE, EMBEDDED_NOTICE, SCRIPTED_NOTICE
+from loom_sim.rollout.report.data import EMBEDDED_JUDGE, EMBEDDED_NOTICE, SCRIPTED_NOTICE
 from loom_sim.runs.load import RolloutResult, RunResults, load_results
 from loom_sim.runs.scores import higher_is_better, rollout_value, scorer_names, turn_value
 

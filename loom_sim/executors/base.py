@@ -22,9 +22,9 @@ from typing import Protocol
 from loom_sim.models.cache import ResponseCache
 from loom_sim.models.hub import ModelHub
 from loom_sim.plugins import Plugin, Registry
-from loom_sim.runtime.cells import Cell
-from loom_sim.runtime.progress import ProgressSink
-from loom_sim.scoring.engine import ScoreOptions, ScoreSummary
+from loom_sim.rollout.runtime.cells import Cell
+from loom_sim.rollout.runtime.progress import ProgressSink
+from loom_sim.rollout.scoring.engine import ScoreOptions, ScoreSummary
 from loom_sim.store.records import Transcript
 from loom_sim.store.run_file import Budgets
 

@@ -47,10 +47,10 @@ from loom_sim.executors.worker import (
     score_cell,
 )
 from loom_sim.models.providers import PROVIDERS
-from loom_sim.runtime.cells import Cell
-from loom_sim.runtime.progress import ProgressSink
-from loom_sim.runtime.run import hub_for
-from loom_sim.scoring.engine import ScoreSummary
+from loom_sim.rollout.runtime.cells import Cell
+from loom_sim.rollout.runtime.progress import ProgressSink
+from loom_sim.rollout.runtime.run import hub_for
+from loom_sim.rollout.scoring.engine import ScoreSummary
 from loom_sim.store.artifacts import rollout_dir
 from loom_sim.store.distribution import Execution
 from loom_sim.store.records import Transcript

@@ -30,11 +30,11 @@ from loom_sim.executors.limiter import ClusterLimiter
 from loom_sim.executors.ray_support import import_ray, wait_for
 from loom_sim.models.base import Usage
 from loom_sim.models.cache import ResponseCache
-from loom_sim.runtime.budget import RunBudget
-from loom_sim.runtime.cells import hub_models
-from loom_sim.runtime.rollout import Rollout
-from loom_sim.runtime.run import RunPlan, hub_for, make_hub, plan_resume
-from loom_sim.scoring.engine import ScoreOptions, ScoreSummary, score_rollout
+from loom_sim.rollout.runtime.budget import RunBudget
+from loom_sim.rollout.runtime.cells import hub_models
+from loom_sim.rollout.runtime.rollout import Rollout
+from loom_sim.rollout.runtime.run import RunPlan, hub_for, make_hub, plan_resume
+from loom_sim.rollout.scoring.engine import ScoreOptions, ScoreSummary, score_rollout
 from loom_sim.store.run_file import RUN_FILE, Budgets, read_run
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Scorers: what scores a turn, and the facts about it every other part reads.
 
 A scorer is a class with ``async def score(self, turn) -> Score`` (see
-:mod:`loom_sim.scoring.base`), registered where it is defined::
+:mod:`loom_sim.rollout.scoring.base`), registered where it is defined::
 
     @scorer("politeness", needs_judge=False, order=70, summary="thanks and please, per turn")
     class Politeness(Scorer): ...

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loom_sim.errors import LoomError
-from loom_sim.report.data import load_transcript, partial_transcript
+from loom_sim.rollout.report.data import load_transcript, partial_transcript
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.matrix_file import CellRef, MatrixRecord, read_any, single_run_cells
 from loom_sim.store.records import Transcript

@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable
 
 from loom_sim.plugins.scorers import SCORERS
-from loom_sim.scoring.aggregate import aggregate, aggregation_of
+from loom_sim.rollout.scoring.aggregate import aggregate, aggregation_of
 from loom_sim.store.records import Score, Transcript, TurnRecord
 
 __all__ = [

@@ -100,8 +100,8 @@ def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float 
         return _page("run.html.j2", **run_page(resolver, request.path_params["path"]))
 
     async def report(request: Request) -> Response:
-        from loom_sim.report.data import build_report
-        from loom_sim.report.html import render_html
+        from loom_sim.rollout.report.data import build_report
+        from loom_sim.rollout.report.html import render_html
 
         run_dir = resolver.run_dir(request.path_params["path"])
         if is_matrix(run_dir):  # a matrix's report is its comparison

@@ -17,7 +17,7 @@ from loom_sim.assembler import Assembler
 from loom_sim.config import LoomConfig
 from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
-from loom_sim.report.data import load_transcript, partial_transcript
+from loom_sim.rollout.report.data import load_transcript, partial_transcript
 from loom_sim.runs.catalog import find_runs
 from loom_sim.runs.load import RunResults, load_results
 from loom_sim.runs.scores import SCORED, goodness, rollout_value, scorer_names, state

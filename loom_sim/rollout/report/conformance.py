@@ -1,0 +1,134 @@
+"""How a rollout followed the Loom plan's own rules, turn by turn: the report's "Following the
+plan" section.
+
+- **Instructions in force**: which system prompt the persona held at each turn (the full
+  injection it came from, by turn and hash) and which notes rode with the message. Fidelity
+  is judged against exactly these (``scoring/scorers/fidelity.py``), and a MUST DO from another
+  phase than the turn's would show here as *stale*.
+- **Capitulation**: turns whose drafts the guard rejected for a forbidden phrase of giving in,
+  and turns whose sent message still says one (flagged).
+- **Revelations**: when each was offered, when the persona made it, and whether the prompt in
+  force offered it again afterwards (it should not).
+- **History cut**: turns where earlier history was left out to fit the context budget.
+
+Everything here is read from the records (and the config in ``run.json``): no model, no judge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loom_sim.rollout.monitors.capitulation import CapitulationCheck
+from loom_sim.store.records import TurnRecord
+
+NOTE_KINDS = (("reminder", "reminder"), ("emergency", "emergency"), ("vary", "re-prompt"))
+
+
+def _notes(record: TurnRecord) -> list[str]:
+    return [label for attr, label in NOTE_KINDS if getattr(record, attr)]
+
+
+def _offered(records: list[TurnRecord], index: int) -> list[str]:
+    """Topics the prompt in force at ``records[index]`` offers (its injecting turn's)."""
+    ref = records[index].scaffolding
+    since = ref.since if ref is not None else None
+    source = next((r for r in records[: index + 1] if r.turn == since), None)
+    return [item.partition(":")[0] for item in source.revelations] if source else []
+
+
+def instructions(records: list[TurnRecord]) -> dict[str, Any]:
+    by_turn = {r.turn: r for r in records}
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        ref = record.scaffolding
+        fidelity = record.scores.get("fidelity")
+        judged = (fidelity.details.get("instructions") or {}) if fidelity else {}
+        source = by_turn.get(ref.since) if ref is not None else None
+        rows.append(
+            {
+                "turn": record.turn,
+                "phase": record.phase,
+                "injection": record.injection,
+                "since": ref.since if ref is not None else None,
+                "hash": ref.hash if ref is not None else None,
+                "phase_in_force": source.phase if source is not None else None,
+                "notes": _notes(record),
+                "fidelity": fidelity.value if fidelity is not None else None,
+                "fidelity_judged_since": judged.get("since"),
+                "fidelity_judged_hash": judged.get("hash"),
+            }
+        )
+    recorded = [r for r in rows if r["since"] is not None]
+    return {
+        "recorded": len(recorded) == len(rows),
+        "injected_at": sorted({r["since"] for r in recorded}),
+        "stale_must_do": [
+            r["turn"] for r in recorded if r["phase_in_force"] not in (None, r["phase"])
+        ],
+        "oldest_prompt": max((r["turn"] - r["since"] for r in recorded), default=None),
+        "turns": rows,
+    }
+
+
+def capitulation(records: list[TurnRecord], phrases: list[str]) -> list[dict[str, Any]]:
+    check = CapitulationCheck(phrases)
+    found = []
+    for record in records:
+        rejected = [
+            e.pattern.partition(":")[2]
+            for e in record.monitor_events
+            if e.monitor == "capitulation" and e.action != "accepted_after_retries"
+        ]
+        sent = check.found(record.persona)
+        if rejected or sent:
+            found.append(
+                {
+                    "turn": record.turn,
+                    "rejected": list(dict.fromkeys(rejected)),
+                    "drafts_rejected": sum(
+                        1
+                        for draft in record.rejected
+                        if any(e.monitor == "capitulation" for e in draft.events)
+                    ),
+                    "sent": sent,
+                    "persona": record.persona,
+                }
+            )
+    return found
+
+
+def revelations(records: list[TurnRecord]) -> dict[str, dict[str, Any]]:
+    topics: dict[str, dict[str, Any]] = {}
+    for index, record in enumerate(records):
+        for topic in _offered(records, index) if record.scaffolding is not None else []:
+            entry = topics.setdefault(topic, _topic())
+            if entry["offered_from"] is None:
+                entry["offered_from"] = record.turn
+            if entry["revealed_at"] is not None and record.turn > entry["revealed_at"]:
+                entry["offered_after_revealed"].append(record.turn)
+        for topic in record.revealed:
+            entry = topics.setdefault(topic, _topic())
+            if entry["revealed_at"] is None:
+                entry["revealed_at"] = record.turn
+    return topics
+
+
+def _topic() -> dict[str, Any]:
+    return {"offered_from": None, "revealed_at": None, "offered_after_revealed": []}
+
+
+def history_cuts(records: list[TurnRecord]) -> list[dict[str, Any]]:
+    return [
+        {"turn": r.turn, **{role: n for role, n in sorted(r.cut_turns.items()) if n}}
+        for r in records
+        if any(r.cut_turns.values())
+    ]
+
+
+def rollout_conformance(records: list[TurnRecord], phrases: list[str]) -> dict[str, Any]:
+    return {
+        "instructions": instructions(records),
+        "capitulation": capitulation(records, phrases),
+        "revelations": revelations(records),
+        "history_cuts": history_cuts(records),
+    }
