@@ -175,7 +175,7 @@ def debate(
                 "--resume continues a debate with the settings in its debate.json; leave out "
                 + ", ".join(([deck_path] if deck_path else []) + given)
             )
-        plan = plan_resume(resume)
+        plan = plan_resume(resume, base_url)
     else:
         if deck_path is None:
             raise LoomError("give a DECK to debate, or --resume DIR")

@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from loom_sim.core.header import PlanHeader
 from loom_sim.debate.cards import CardFile, CardRecord, RejectedCard
 from loom_sim.debate.messages import Line
 from loom_sim.debate.records import ChatTurn, DetectionRound, RoomLine, RoomMessage
@@ -55,8 +56,9 @@ class DebateRecord(msgspec.Struct, kw_only=True):
     models: dict[str, dict[str, Any]]  # role -> {spec, temperature, max_tokens}
     versions: dict[str, str]
     command: list[str] = msgspec.field(default_factory=list)
-    base_url: str | None = None
+    base_url: str | None = None  # redacted: no credentials, no query
     created: str = ""
+    header: PlanHeader | None = None  # the plan header every system's record carries
 
 
 class Summary(msgspec.Struct, kw_only=True):

@@ -19,7 +19,11 @@ from pathlib import Path
 import msgspec
 
 from loom_sim import __version__
+from loom_sim.core.header import PlanHeader, plan_header, redact_argv
 from loom_sim.errors import LoomError
+from loom_sim.harness.actors.evaluator import RUBRIC_VERSION
+from loom_sim.harness.actors.reflector import PROMPT_VERSION as REFLECTOR_VERSION
+from loom_sim.harness.actors.simulated_user import PROMPT_VERSION as USER_VERSION
 from loom_sim.harness.bundle import Bundle
 from loom_sim.harness.packs import ROLES, LoadedPack, Pack, Persona, Policy, Scenario
 from loom_sim.harness.packs.spec import Ability
@@ -55,8 +59,9 @@ class HarnessRecord(msgspec.Struct, kw_only=True):
     target: str | None  # --target as given; None: each scenario's own
     concurrency: int = 1
     timeout_s: float = 120.0
-    argv: list[str] = msgspec.field(default_factory=list)
+    argv: list[str] = msgspec.field(default_factory=list)  # redacted
     sessions: list[SessionEntry]
+    header: PlanHeader | None = None  # the plan header every system's record carries
 
 
 @dataclass(frozen=True)
@@ -216,8 +221,15 @@ def plan_run(
         target=options.target,
         concurrency=options.concurrency,
         timeout_s=options.timeout_s,
-        argv=argv,
+        argv=redact_argv(argv),
         sessions=entries,
+        header=plan_header(
+            format_version=FORMAT_VERSION,
+            seed=seed,
+            argv=argv,
+            template_version=f"user {USER_VERSION}, reflector {REFLECTOR_VERSION}",
+            rubric_versions={"evaluator": RUBRIC_VERSION},
+        ),
     )
     folder.mkdir(parents=True, exist_ok=True)
     for entry in entries:

@@ -38,6 +38,7 @@ from typing import Literal, TypeVar
 import httpx
 import trio
 
+from loom_sim.core.header import redact_url
 from loom_sim.models.base import ModelError, ModelUnavailable, RetriesExhausted
 
 __all__ = [
@@ -259,6 +260,7 @@ def status_error(
     secrets: tuple[str, ...] = (),
 ) -> AttemptFailed | ModelError:
     """What an HTTP error status means: an :class:`AttemptFailed` to retry, or a final error."""
+    base_url = redact_url(base_url) or base_url  # messages are written to disk: no credentials
     if status in RETRYABLE_STATUS or (status >= 500 and status != 501):
         words = _STATUS_WORDS.get(status, "server error")
         return AttemptFailed(
@@ -338,6 +340,7 @@ def transport_failure(
 ) -> AttemptFailed | ModelError:
     """An httpx transport error as a retryable failure with a plain reason (or, for a URL
     that can never work, a final error)."""
+    base_url = redact_url(base_url) or base_url  # messages are written to disk: no credentials
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.ProxyError):
         return ModelError(
             f"{spec}: cannot send to {base_url} ({_os_reason(exc)}); check the base URL "

@@ -21,8 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from loom_sim import __version__
-from loom_sim.core.header import redact_argv, redact_url, versions
+from loom_sim.core.header import plan_header, redact_argv, redact_url, versions
 from loom_sim.errors import LoomError
 from loom_sim.judging import contradiction
 from loom_sim.models.hub import ModelHub
@@ -173,6 +175,14 @@ def plan_probe(
         "versions": versions(),
         "config": config_data,
         "modes": {},
+        "header": msgspec.to_builtins(
+            plan_header(
+                format_version=1,
+                seed=seed,
+                argv=argv,
+                rubric_versions={contradiction.RUBRIC_ID: contradiction.RUBRIC_VERSION},
+            )
+        ),
     }
     argv_shown = redact_argv(argv)
     for mode in options.modes:

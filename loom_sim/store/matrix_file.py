@@ -31,6 +31,7 @@ from typing import Any
 
 import msgspec
 
+from loom_sim.core.header import PlanHeader
 from loom_sim.errors import LoomError
 from loom_sim.seeds import derive_seed
 from loom_sim.store.artifacts import rollout_dir
@@ -92,6 +93,7 @@ class MatrixRecord(msgspec.Struct, kw_only=True):
     budgets: Budgets = msgspec.field(default_factory=Budgets)  # shared by every cell
     suite: str | None = None  # the suite file the matrix came from, if any
     argv: list[str] = msgspec.field(default_factory=list)
+    header: PlanHeader | None = None  # the plan header every system's record carries
     versions: dict[str, str] = msgspec.field(default_factory=dict)
     shard: Shard | None = None  # --shard k/N: this folder holds only that shard's cells
     executions: list[Execution] = msgspec.field(default_factory=list)  # --executor ray passes

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from loom_sim.config.spec import LoomConfig
+from loom_sim.core.header import PlanHeader
 from loom_sim.errors import LoomError
 from loom_sim.store.artifacts import write_json
 from loom_sim.store.distribution import Execution, Shard
@@ -80,6 +81,7 @@ class RunRecord(msgspec.Struct, kw_only=True, dict=True):
     budgets: Budgets = msgspec.field(default_factory=Budgets)
     timeout_s: float = 120.0
     argv: list[str] = msgspec.field(default_factory=list)
+    header: PlanHeader | None = None  # the plan header every system's record carries
     versions: dict[str, str] = msgspec.field(default_factory=dict)
     imported_from: list[str] | None = None  # transcripts imported from another tool
     faults: dict[str, FaultRecord] = msgspec.field(default_factory=dict)  # by model spec

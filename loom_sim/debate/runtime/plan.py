@@ -18,8 +18,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from loom_sim import __version__
+from loom_sim.core.header import plan_header, redact_argv, redact_url
 from loom_sim.debate.deck import DECK_FORMAT, Deck, PersonaEntry, deck_hash, load_deck
-from loom_sim.debate.files import DebateFiles, DebateRecord
+from loom_sim.debate.files import FORMAT_VERSION, DebateFiles, DebateRecord
 from loom_sim.debate.prompts import DEBATE_TEMPLATE_VERSION
 from loom_sim.debate.roles import ROLES, RoleModel
 from loom_sim.debate.settings import DebateSettings
@@ -50,6 +51,8 @@ class DebatePlan:
     files: DebateFiles
     record: DebateRecord
     deck: Deck
+    base_url: str | None = None  # as given, credentials and all: never written (the record's is
+    # redacted), so a resumed debate is given it again
 
     @property
     def settings(self) -> DebateSettings:
@@ -122,26 +125,32 @@ def plan_debate(deck_path: Path, options: DebateOptions, argv: list[str]) -> Deb
             "debate_templates": DEBATE_TEMPLATE_VERSION,
             "deck_format": str(DECK_FORMAT),
         },
-        command=list(argv),
-        base_url=options.base_url,
+        command=redact_argv(argv),
+        base_url=redact_url(options.base_url),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
+        header=plan_header(
+            format_version=FORMAT_VERSION,
+            seed=seed,
+            argv=argv,
+            template_version=DEBATE_TEMPLATE_VERSION,
+        ),
     )
-    return DebatePlan(files, record, deck)
+    return DebatePlan(files, record, deck, options.base_url)
 
 
-def plan_resume(folder: Path) -> DebatePlan:
+def plan_resume(folder: Path, base_url: str | None = None) -> DebatePlan:
     files = DebateFiles(folder)
     record = files.read_plan()
     try:
         deck = Deck.model_validate(record.deck)
     except ValidationError as err:
         raise LoomError(f"{files.plan}: the recorded deck no longer validates ({err})") from None
-    return DebatePlan(files, record, deck)
+    return DebatePlan(files, record, deck, base_url or record.base_url)
 
 
 def make_hub(plan: DebatePlan, timeout_s: float = 120.0) -> ModelHub:
     """The debate's model hub, every spec checked before the first call."""
-    hub = ModelHub(base_url=plan.record.base_url, timeout_s=timeout_s)
+    hub = ModelHub(base_url=plan.base_url, timeout_s=timeout_s)
     for model in plan.record.models.values():
         hub.check(model["spec"])
     return hub

@@ -417,6 +417,8 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
             triggers[monitor] = triggers.get(monitor, 0) + n
     return {
         "report_version": REPORT_VERSION,
+        # the plan header of the run reported (a run planned before headers existed has none)
+        "header": run.get("header"),
         "run": {
             "dir": run_dir.resolve().name,
             "persona": _get(config, "persona", "identity", "name")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from loom_sim import __version__
 from loom_sim.config import load_config
-from loom_sim.core.header import redact_argv, versions
+from loom_sim.core.header import plan_header, redact_argv, versions
 from loom_sim.errors import LoomError
 from loom_sim.models.cache import ResponseCache
 from loom_sim.models.hub import ModelHub
@@ -42,6 +42,7 @@ from loom_sim.rollout.runtime.run import (
 from loom_sim.store.artifacts import new_run_dir, write_json
 from loom_sim.store.matrix_file import MatrixArm, MatrixRecord, arm_key, read_matrix
 from loom_sim.store.records import Transcript
+from loom_sim.store.run_file import FORMAT_VERSION as MATRIX_FORMAT_VERSION
 from loom_sim.store.run_file import RUN_FILE, Budgets
 
 __all__ = [
@@ -122,6 +123,7 @@ def plan_matrix(
         suite=str(suite) if suite else None,
         argv=redact_argv(argv),
         versions=versions(),
+        header=plan_header(format_version=MATRIX_FORMAT_VERSION, seed=seed, argv=argv),
     )
     return MatrixPlan(dir=run_dir, record=record, arms=plans)
 

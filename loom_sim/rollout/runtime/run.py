@@ -24,7 +24,7 @@ from loom_sim.assembler import Assembler
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
-from loom_sim.core.header import redact_argv, redact_url, versions
+from loom_sim.core.header import plan_header, redact_argv, redact_url, versions
 from loom_sim.errors import LoomError
 from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.base import CallLimiter
@@ -37,7 +37,14 @@ from loom_sim.plugins.actors import ACTORS, Responder, adversaries
 from loom_sim.rollout.runtime.rollout import Cast, RolloutSpec
 from loom_sim.store.artifacts import RolloutFiles, config_hash, new_run_dir, rollout_dir, write_json
 from loom_sim.store.jsonl import writing
-from loom_sim.store.run_file import RUN_FILE, Budgets, PriceRecord, RunRecord, read_run
+from loom_sim.store.run_file import (
+    FORMAT_VERSION,
+    RUN_FILE,
+    Budgets,
+    PriceRecord,
+    RunRecord,
+    read_run,
+)
 
 DEFAULT_MODEL = "local/smollm2"
 DEFAULT_CONCURRENCY = 4
@@ -227,6 +234,13 @@ def plan_run(
         argv=redact_argv(argv),
         versions=versions(),
         config=config_data,
+        header=plan_header(
+            format_version=FORMAT_VERSION,
+            seed=seed,
+            argv=argv,
+            template_version=TEMPLATE_VERSION,
+            rubric_versions={"rubrics": RUBRIC_VERSION},
+        ),
     )
     return RunPlan(dir=run_dir, record=record, config=config, given_base_url=options.base_url)
 
