@@ -20,6 +20,7 @@ from loom_sim.cli.options import (
     executor_options,
     timeout_option,
 )
+from loom_sim.core.lock import hold
 from loom_sim.errors import LoomError
 from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
@@ -32,6 +33,7 @@ from loom_sim.runtime.run import (
     DEFAULT_CONCURRENCY,
     RunOptions,
     RunPlan,
+    check_new,
     make_hub,
     plan_resume,
     plan_run,
@@ -230,6 +232,8 @@ def run(
                 "--resume continues a run with the settings in its run.json; leave out "
                 + ", ".join([*config_paths, *given])
             )
+        # One writer per folder: held until the command ends, scoring included.
+        ctx.with_resource(hold(resume))
         if is_matrix(resume):
             matrix.run_matrix(
                 matrix.resume_plan(resume, concurrency, base_url), no_score, cache, runner
@@ -267,11 +271,15 @@ def run(
             plan_ = matrix.new_plan(paths, list(targets), options, argv=sys.argv[1:])
             if shard is not None:
                 shard_matrix(plan_, shard, rename=options.output is None)
+            ctx.with_resource(hold(plan_.dir))
+            check_new(plan_.dir)  # again, now that no other process can start a run there
             matrix.run_matrix(plan_, no_score, cache, runner)
             return
         plan = plan_run(paths[0], options, argv=sys.argv[1:])
         if shard is not None:
             shard_run(plan, shard, rename=options.output is None)
+        ctx.with_resource(hold(plan.dir))
+        check_new(plan.dir)  # again, now that no other process can start a run there
     # The command that continues this run, with the flags it was started with.
     again = command_again(ctx, ["run", "--resume", str(plan.dir)], _CONTINUING)
     store = ctx.with_resource(open_cache(cache))
