@@ -14,13 +14,12 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import signal
 import sys
-from types import FrameType
 from typing import NamedTuple
 
 import click
 
+from loom_sim.core.signals import sigterm_as_ctrl_c
 from loom_sim.errors import LoomError
 
 
@@ -276,25 +275,6 @@ def _show_notes() -> None:
         logger.setLevel(logging.INFO)
 
 
-def _sigterm_is_ctrl_c() -> None:
-    """Batch schedulers, Ray, containers and ``kill`` stop a job with SIGTERM, and a job stopped
-    so must leave what Ctrl-C leaves: every completed turn saved, the files closed, what was
-    saved and the command that continues said, status 130. So SIGTERM is handed to whatever
-    answers Ctrl-C at that moment — the clean stop of :mod:`loom_sim.runtime.interrupt` (a
-    second SIGTERM, like a second Ctrl-C, quits at once), trio's, Python's — and where SIGINT is
-    ignored (a job started in the background by a script), it still stops the work as Ctrl-C
-    would."""
-
-    def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
-        answer = signal.getsignal(signal.SIGINT)
-        if callable(answer):
-            answer(signal.SIGINT, frame)
-        else:
-            raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, as_ctrl_c)
-
-
 def main() -> None:
-    _sigterm_is_ctrl_c()
+    sigterm_as_ctrl_c()
     cli(prog_name="loom-sim")
