@@ -8,6 +8,7 @@ the scoring and the single-run report are the ones ``run`` uses.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -105,9 +106,11 @@ def run_matrix(
     no_score: bool,
     cache: bool,
     runner: Executor | None = None,
+    claim: Callable[[Path], None] | None = None,
 ) -> None:
     """Run (or resume) every cell, then score and report every arm and the matrix (a
-    shard's cells only, then score them; the report waits for ``merge``)."""
+    shard's cells only, then score them; the report waits for ``merge``). ``claim`` takes a
+    new matrix's folder (its lock) once its models are checked, before anything is written."""
     runner = runner or LocalExecutor()
     with open_cache(cache) as store:
         hub = make_matrix_hub(plan, store)
@@ -118,6 +121,8 @@ def run_matrix(
                 "(give --price SPEC=IN/OUT or the config's models.pricing to count it)",
                 err=True,
             )
+        if claim is not None:
+            claim(plan.dir)
         write_matrix_plan(plan)
         record = plan.record
         click.echo(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -271,15 +272,11 @@ def run(
             plan_ = matrix.new_plan(paths, list(targets), options, argv=sys.argv[1:])
             if shard is not None:
                 shard_matrix(plan_, shard, rename=options.output is None)
-            ctx.with_resource(hold(plan_.dir))
-            check_new(plan_.dir)  # again, now that no other process can start a run there
-            matrix.run_matrix(plan_, no_score, cache, runner)
+            matrix.run_matrix(plan_, no_score, cache, runner, claim=_claim(ctx))
             return
         plan = plan_run(paths[0], options, argv=sys.argv[1:])
         if shard is not None:
             shard_run(plan, shard, rename=options.output is None)
-        ctx.with_resource(hold(plan.dir))
-        check_new(plan.dir)  # again, now that no other process can start a run there
     # The command that continues this run, with the flags it was started with.
     again = command_again(ctx, ["run", "--resume", str(plan.dir)], _CONTINUING)
     store = ctx.with_resource(open_cache(cache))
@@ -294,6 +291,8 @@ def run(
         note = reach_note(plan.config, plan.record.turns)
         if note:
             click.echo(f"note: {note}", err=True)
+    if resume is None:
+        _claim(ctx)(plan.dir)
     write_plan(plan)
     click.echo(f"run directory: {plan.dir}", err=True)
     batch = CellBatch(
@@ -344,6 +343,18 @@ def run(
             f"{len(failed)} of {len(transcripts)} rollouts ended in error; their completed turns "
             f"are kept. Continue them with: {again}"
         )
+
+
+def _claim(ctx: click.Context) -> Callable[[Path], None]:
+    """What takes a new run's folder, once everything that can refuse the run has been
+    checked and before anything is written: its lock, held to the end of the command, then a
+    second look that no run was started there meanwhile."""
+
+    def claim(folder: Path) -> None:
+        ctx.with_resource(hold(folder))
+        check_new(folder)
+
+    return claim
 
 
 # The flags of `run` that are not recorded in run.json: a resume needs them again.
