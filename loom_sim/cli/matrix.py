@@ -114,6 +114,8 @@ def run_matrix(
     runner = runner or LocalExecutor()
     with open_cache(cache) as store:
         hub = make_matrix_hub(plan, store)
+        if claim is not None:  # before any note: a run refused for its folder says one line
+            claim(plan.dir)
         specs = {s for arm in plan.arms for s in arm.models.values()}
         for spec in unknown_prices(hub, {s: s for s in sorted(specs)}):
             click.echo(
@@ -121,8 +123,6 @@ def run_matrix(
                 "(give --price SPEC=IN/OUT or the config's models.pricing to count it)",
                 err=True,
             )
-        if claim is not None:
-            claim(plan.dir)
         write_matrix_plan(plan)
         record = plan.record
         click.echo(

@@ -281,6 +281,8 @@ def run(
     again = command_again(ctx, ["run", "--resume", str(plan.dir)], _CONTINUING)
     store = ctx.with_resource(open_cache(cache))
     hub = make_hub(plan, store)
+    if resume is None:  # before any note: a run refused for its folder says one line
+        _claim(ctx)(plan.dir)
     for spec in unknown_prices(hub, plan.models):
         click.echo(
             f"note: {spec} has no known price: its cost is recorded as unknown "
@@ -291,8 +293,6 @@ def run(
         note = reach_note(plan.config, plan.record.turns)
         if note:
             click.echo(f"note: {note}", err=True)
-    if resume is None:
-        _claim(ctx)(plan.dir)
     write_plan(plan)
     click.echo(f"run directory: {plan.dir}", err=True)
     batch = CellBatch(
