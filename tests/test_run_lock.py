@@ -227,3 +227,46 @@ def test_a_killed_run_leaves_no_lock_to_clean(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     turns = [json.loads(line)["turn"] for line in (out / "rollout_000" / "turns.jsonl").open()]
     assert turns == [0, 1, 2]
+
+
+@pytest.fixture
+def partial_run(tmp_path) -> Path:
+    """A results folder holding one run whose rollout looks still going (no transcript)."""
+    out = tmp_path / "results" / "going"
+    made = CliRunner().invoke(
+        cli,
+        ["run", "mania_patient", "--turns", "2", "-o", str(out), "--no-score", "--seed", "3"]
+        + ["--persona-model", "scripted/varied", "--target", "scripted/varied"]
+        + ["--judge-model", "scripted/echo"],
+    )
+    assert made.exit_code == 0, made.output
+    (out / "rollout_000" / "transcript.json").unlink()
+    return out
+
+
+async def test_runs_and_serve_say_running_not_resumable_for_a_folder_in_use(partial_run):
+    import httpx
+
+    from loom_sim.runs.catalog import find_runs
+    from loom_sim.web.app import create_app
+
+    results, out = partial_run.parent, partial_run
+    [idle] = find_runs(results)
+    assert (idle.status, idle.running, idle.resumable) == ("partial", False, True)
+    other = Holder(out)
+    try:
+        [going] = find_runs(results)
+        assert (going.status, going.running, going.resumable) == ("partial", True, False)
+        assert going.holder == other.pid
+        app = create_app(results, poll_s=0.05, lifetime=5)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as http:
+            listed = (await http.get("/")).text
+            page = (await http.get("/run/going")).text
+        assert '<span class="muted">running</span>' in listed and "resumable" not in listed
+        assert f"Running now (loom-sim process {other.pid})" in page
+        assert "loom-sim run --resume" not in page
+    finally:
+        other.stop()
+    [after] = find_runs(results)
+    assert (after.running, after.resumable) == (False, True)
