@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import logging
 import os
 import sys
 import threading
@@ -43,6 +44,10 @@ from loom_sim.errors import LoomError
 __all__ = ["LOCK_FILE", "FolderInUse", "hold", "holder", "refuse_if_held"]
 
 LOCK_FILE = ".loom-sim.lock"
+
+# What a file system without record locks answers (some network mounts): said, not fatal.
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS})
+_log = logging.getLogger("loom_sim")
 
 
 class FolderInUse(LoomError):
@@ -151,6 +156,14 @@ def _acquire(folder: Path) -> tuple[int, int]:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except OSError as err:
+                if err.errno in _NO_LOCKS:  # refusing would make the folder unusable
+                    _log.warning(
+                        "note: %s cannot be locked on this file system (%s); nothing stops a "
+                        "second loom-sim from writing it at the same time",
+                        folder,
+                        err.strerror,
+                    )
+                    break
                 if err.errno not in (errno.EACCES, errno.EAGAIN):
                     os.close(fd)
                     raise LoomError(f"{folder}: cannot lock {LOCK_FILE} ({err.strerror})") from None
