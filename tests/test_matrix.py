@@ -165,7 +165,7 @@ def test_a_single_config_and_target_run_is_laid_out_as_before(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
-        "report.html", "report.json", "report.md", "rollout_000", "run.json",
+        ".loom-sim.lock", "report.html", "report.json", "report.md", "rollout_000", "run.json",
     ]  # fmt: skip
     record = read_any(out)
     assert isinstance(record, RunRecord) and record.kind == "run"

@@ -4,6 +4,7 @@ judge failures, stopped modes, the bandit's state and its learning through the r
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import trio
@@ -192,8 +193,9 @@ async def test_a_dead_server_stops_the_probe_in_one_sentence(tmp_path):
     with pytest.raises(LoomError) as caught:
         await run_plan(plan, hub=hub)
     message = str(caught.value)
-    assert message.startswith("static run 0: ") and "127.0.0.1:9" in message
-    assert "The 0 completed static runs" in message
+    # Both runs go at once: which of them fails first is the scheduler's choice, not ours.
+    assert re.match(r"static run [01]: ", message) and "127.0.0.1:9" in message, message
+    assert "The 0 completed static runs" in message and "\n" not in message
     assert (plan.dir / "static.jsonl").read_text() == ""
 
 

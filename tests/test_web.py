@@ -179,7 +179,10 @@ async def test_a_live_run_streams_each_change_until_it_is_done(site):
     events = _events(got["reply"].text)
     names = [name for name, _ in events]
     assert names[0] == "status" and events[0][1]["status"] == "partial"
-    assert names.count("update") >= len(rest) and names[-1] == "done"
+    # How many changes one poll sees at once is the scheduler's business: a loaded machine can
+    # fold two appended turns into one update. What is determined: updates, in order, the last
+    # with every turn, then done.
+    assert names.count("update") >= 1 and names[-1] == "done"
     turns = [data["turns"] for name, data in events if name == "update"]
     assert turns == sorted(turns) and turns[-1] == ROLLOUTS * TURNS
     assert events[-1][1]["status"] == "complete"

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import click
 
+from loom_sim.core.signals import sigterm_as_ctrl_c
 from loom_sim.errors import LoomError
 
 
@@ -275,4 +276,5 @@ def _show_notes() -> None:
 
 
 def main() -> None:
+    sigterm_as_ctrl_c()
     cli(prog_name="loom-sim")

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from loom_sim.cli.options import base_url_option, timeout_option
 from loom_sim.cli.run import _pairs
+from loom_sim.core.lock import hold
 from loom_sim.debate.cards import CardRecord, RejectedCard
 from loom_sim.debate.files import Summary
 from loom_sim.debate.records import ChatTurn, DetectionRound, ExitCheck, RoomLine, RoomStart
@@ -21,6 +22,7 @@ from loom_sim.debate.report import write_report
 from loom_sim.debate.runtime.plan import (
     DEBATE_ROLES,
     DebateOptions,
+    check_new,
     make_hub,
     plan_debate,
     plan_resume,
@@ -168,6 +170,7 @@ def debate(
     """A group debate among a deck's personas, streamed live: who speaks, with what intent,
     the crux rooms that open and the cards they produce. DECK is a file or a shipped deck's
     name (port_calder, planted_horizon, ...)."""
+    ctx = click.get_current_context()
     if resume is not None:
         given = [f"--{n.replace('_', '-')}" for n in _DEFINING if defining.get(n)]
         if deck_path or given:
@@ -175,6 +178,7 @@ def debate(
                 "--resume continues a debate with the settings in its debate.json; leave out "
                 + ", ".join(([deck_path] if deck_path else []) + given)
             )
+        ctx.with_resource(hold(resume))  # one writer per folder
         plan = plan_resume(resume, base_url)
     else:
         if deck_path is None:
@@ -194,6 +198,8 @@ def debate(
         plan = plan_debate(find(deck_path, "decks"), options, argv=sys.argv[1:])
     hub = make_hub(plan, timeout)
     if resume is None:
+        ctx.with_resource(hold(plan.files.dir))  # one writer per folder
+        check_new(plan.files)  # again, now that no other process can start a debate there
         plan.files.write_plan(plan.record)
     click.echo(f"debate directory: {plan.files.dir}", err=True)
 

@@ -9,6 +9,7 @@ import click
 import trio
 
 from loom_sim.cli.options import base_url_option, concurrency_option, timeout_option
+from loom_sim.core.lock import hold
 from loom_sim.errors import LoomError
 from loom_sim.harness.packs import load_pack
 from loom_sim.harness.plan import HarnessOptions, HarnessPlan, plan_resume, plan_run
@@ -119,6 +120,7 @@ def run(
 ) -> None:
     """Run the scenarios of PACK (a file, or a shipped pack's name): a simulated user per
     session drives the target; every completed turn is written as it completes."""
+    ctx = click.get_current_context()
     if resume is not None:
         given = [f"--{n.replace('_', '-')}" for n in _DEFINING if defining.get(n)]
         if pack_path or given:
@@ -126,6 +128,7 @@ def run(
                 "--resume continues a run with the settings in its harness.json; leave out "
                 + ", ".join(([pack_path] if pack_path else []) + given)
             )
+        ctx.with_resource(hold(resume))  # one writer per folder
         plan = plan_resume(resume)
     else:
         if pack_path is None:
@@ -143,7 +146,13 @@ def run(
         )
         loaded = load_pack(find(pack_path, "packs"))
         checker = ModelHub(base_url=base_url, timeout_s=timeout)
-        plan = plan_run(loaded, options, sys.argv[1:], check=checker.check)
+        plan = plan_run(
+            loaded,
+            options,
+            sys.argv[1:],
+            check=checker.check,
+            claim=lambda folder: ctx.with_resource(hold(folder)),
+        )
     click.echo(f"run directory: {plan.dir}", err=True)
 
     async def main() -> list[dict]:
@@ -205,7 +214,14 @@ def report(run_dir: Path) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def studio(args: tuple[str, ...]) -> None:
     """loom-sim's demo image studio, an interactive chat program (--help for its options)."""
+    import contextlib
+    import signal
+
     from loom_sim.studio import main
+
+    # A chat program, not a run: SIGTERM (how the harness stops its targets) ends it at once.
+    with contextlib.suppress(ValueError):  # not the main thread: no signal is ours to set
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     code = main(list(args))
     if code:

@@ -8,6 +8,7 @@ the scoring and the single-run report are the ones ``run`` uses.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -105,12 +106,16 @@ def run_matrix(
     no_score: bool,
     cache: bool,
     runner: Executor | None = None,
+    claim: Callable[[Path], None] | None = None,
 ) -> None:
     """Run (or resume) every cell, then score and report every arm and the matrix (a
-    shard's cells only, then score them; the report waits for ``merge``)."""
+    shard's cells only, then score them; the report waits for ``merge``). ``claim`` takes a
+    new matrix's folder (its lock) once its models are checked, before anything is written."""
     runner = runner or LocalExecutor()
     with open_cache(cache) as store:
         hub = make_matrix_hub(plan, store)
+        if claim is not None:  # before any note: a run refused for its folder says one line
+            claim(plan.dir)
         specs = {s for arm in plan.arms for s in arm.models.values()}
         for spec in unknown_prices(hub, {s: s for s in sorted(specs)}):
             click.echo(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from loom_sim.core.lock import hold
 from loom_sim.store.merge import merge_shards
 
 
@@ -29,7 +30,10 @@ from loom_sim.store.merge import merge_shards
 def merge(shard_dirs: tuple[Path, ...], output: Path, no_report: bool) -> None:
     """Join the folders of a run's shards (run --shard k/N, each with the same --seed) into
     one run directory: every cell copied from the shard that ran it."""
-    merged = merge_shards(list(shard_dirs), output)
+    ctx = click.get_current_context()
+    for shard_dir in shard_dirs:  # a shard still running (or resumed) is not merged half-done
+        ctx.with_resource(hold(shard_dir))
+    merged = merge_shards(list(shard_dirs), output, lambda folder: ctx.with_resource(hold(folder)))
     click.echo(f"merged {len(shard_dirs)} of {merged.shards} shards: {merged.cells} cells")
     if merged.missing_shards or merged.missing_cells:
         gone = ", ".join(f"{k}/{merged.shards}" for k in merged.missing_shards)

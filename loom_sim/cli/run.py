@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from loom_sim.cli.options import (
     executor_options,
     timeout_option,
 )
+from loom_sim.core.lock import hold
 from loom_sim.errors import LoomError
 from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
@@ -32,6 +34,7 @@ from loom_sim.rollout.runtime.run import (
     DEFAULT_CONCURRENCY,
     RunOptions,
     RunPlan,
+    check_new,
     make_hub,
     plan_resume,
     plan_run,
@@ -230,6 +233,8 @@ def run(
                 "--resume continues a run with the settings in its run.json; leave out "
                 + ", ".join([*config_paths, *given])
             )
+        # One writer per folder: held until the command ends, scoring included.
+        ctx.with_resource(hold(resume))
         if is_matrix(resume):
             matrix.run_matrix(
                 matrix.resume_plan(resume, concurrency, base_url), no_score, cache, runner
@@ -267,7 +272,7 @@ def run(
             plan_ = matrix.new_plan(paths, list(targets), options, argv=sys.argv[1:])
             if shard is not None:
                 shard_matrix(plan_, shard, rename=options.output is None)
-            matrix.run_matrix(plan_, no_score, cache, runner)
+            matrix.run_matrix(plan_, no_score, cache, runner, claim=_claim(ctx))
             return
         plan = plan_run(paths[0], options, argv=sys.argv[1:])
         if shard is not None:
@@ -276,6 +281,8 @@ def run(
     again = command_again(ctx, ["run", "--resume", str(plan.dir)], _CONTINUING)
     store = ctx.with_resource(open_cache(cache))
     hub = make_hub(plan, store)
+    if resume is None:  # before any note: a run refused for its folder says one line
+        _claim(ctx)(plan.dir)
     for spec in unknown_prices(hub, plan.models):
         click.echo(
             f"note: {spec} has no known price: its cost is recorded as unknown "
@@ -336,6 +343,18 @@ def run(
             f"{len(failed)} of {len(transcripts)} rollouts ended in error; their completed turns "
             f"are kept. Continue them with: {again}"
         )
+
+
+def _claim(ctx: click.Context) -> Callable[[Path], None]:
+    """What takes a new run's folder, once everything that can refuse the run has been
+    checked and before anything is written: its lock, held to the end of the command, then a
+    second look that no run was started there meanwhile."""
+
+    def claim(folder: Path) -> None:
+        ctx.with_resource(hold(folder))
+        check_new(folder)
+
+    return claim
 
 
 # The flags of `run` that are not recorded in run.json: a resume needs them again.

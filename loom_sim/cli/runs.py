@@ -25,7 +25,9 @@ def _ago(seconds: float) -> str:
 
 def _status(run: RunSummary, now: float) -> Text:
     text = Text(run.status, _STYLE.get(run.status, ""))
-    if run.resumable:
+    if run.running:
+        text.append(f" · running (pid {run.holder})", "cyan")
+    elif run.resumable:
         text.append(" · resumable", "dim")
     if run.active(now):
         text.append(f" · active {_ago(now - run.last_activity)}", "cyan")

@@ -16,6 +16,7 @@ from loom_sim.cli.options import (
     executor_options,
     timeout_option,
 )
+from loom_sim.core.lock import hold
 from loom_sim.executors import Executor, ScoreBatch
 from loom_sim.executors.local import LocalExecutor
 from loom_sim.models.cache import ResponseCache
@@ -102,6 +103,7 @@ def score(
     cpus_per_cell,
 ) -> None:
     """Score every turn of RUN_DIR; scored turns are skipped unless --force."""
+    ctx.with_resource(hold(run_dir))  # one writer per folder: a running run is not scored
     runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell))
     if is_matrix(run_dir):  # every arm
         with open_cache(cache) as store:

@@ -20,6 +20,7 @@ import msgspec
 
 from loom_sim import __version__
 from loom_sim.core.header import PlanHeader, plan_header, redact_argv
+from loom_sim.core.lock import LOCK_FILE
 from loom_sim.errors import LoomError
 from loom_sim.harness.actors.evaluator import RUBRIC_VERSION
 from loom_sim.harness.actors.reflector import PROMPT_VERSION as REFLECTOR_VERSION
@@ -173,10 +174,12 @@ def plan_run(
     options: HarnessOptions,
     argv: list[str],
     check: Callable[[str], object] | None = None,
+    claim: Callable[[Path], object] | None = None,
 ) -> HarnessPlan:
     """Plan a run and write its folder; ``check`` validates every model spec first (the hub's
     :meth:`~loom_sim.models.hub.ModelHub.check`), so a missing key is reported before anything
-    is written."""
+    is written; ``claim`` takes the folder's lock (:func:`loom_sim.core.lock.hold`) before it
+    is checked and written, so two runs started at once on one folder do not both write it."""
     pack = loaded.pack
     if options.max_turns is not None:
         pack = _capped(pack, options.max_turns)
@@ -200,7 +203,9 @@ def plan_run(
         Path("results") / f"harness-{loaded.name}-{digest[:8]}-{stamp}"
     )
     folder = folder.resolve()  # the target runs in its own folder: every path is absolute
-    if folder.exists() and any(folder.iterdir()):
+    if claim is not None:
+        claim(folder)
+    if folder.exists() and any(p.name != LOCK_FILE for p in folder.iterdir()):
         raise LoomError(f"{folder} is not empty; choose another --output, or --resume it")
     entries = [
         SessionEntry(f"{s.id}-{k}", s.id, k, 0)

@@ -8,8 +8,10 @@ and never fatal: one broken run must not hide the others.
 
 Status, over the run's cells: ``complete`` when every one is done; ``failed`` when one ended
 in error (resumable: ``run --resume`` continues it); ``partial`` otherwise — some cell has not
-finished, because the run is still going or was interrupted (resumable too). ``active`` says
-a file of the run changed in the last :data:`ACTIVE_WITHIN` seconds: probably still running.
+finished, because the run is still going or was interrupted (resumable too). ``running``
+says a process holds the run folder's lock (:mod:`loom_sim.core.lock`): it is being written
+now, so it is not resumable until that process ends. ``active`` says a file of the run changed
+in the last :data:`ACTIVE_WITHIN` seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loom_sim.core.lock import holder
 from loom_sim.errors import LoomError
 from loom_sim.runs.load import RunResults, load_results
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
@@ -49,6 +52,11 @@ class RunSummary:
     scored: bool
     problem: str | None = None
     judges: list[str] = field(default_factory=list)
+    holder: int | None = None  # the pid of the process writing the run now
+
+    @property
+    def running(self) -> bool:
+        return self.holder is not None
 
     @property
     def name(self) -> str:
@@ -60,7 +68,7 @@ class RunSummary:
 
     @property
     def resumable(self) -> bool:
-        return self.status in ("partial", "failed")
+        return self.status in ("partial", "failed") and not self.running
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +86,8 @@ class RunSummary:
             "cost_usd": self.cost_usd,
             "status": self.status,
             "active": self.active(),
+            "running": self.running,
+            "pid": self.holder,
             "scored": self.scored,
             "judges": self.judges,
             "problem": self.problem,
@@ -111,8 +121,9 @@ def summarise_run(run_dir: Path, root: Path | None = None) -> RunSummary:
         except OSError:
             mtime = 0.0
         return RunSummary(
-            run_dir, rel, "?", "", [], [], 0, 0, 0, 0, 0, None, "unreadable", mtime, False, str(err)
-        )
+            run_dir, rel, "?", "", [], [], 0, 0, 0, 0, 0, None, "unreadable", mtime, False,
+            str(err), holder=holder(run_dir),
+        )  # fmt: skip
     rollouts = results.rollouts
     done = sum(1 for r in rollouts if r.status == "done")
     failed = sum(1 for r in rollouts if r.status == "error")
@@ -139,6 +150,7 @@ def summarise_run(run_dir: Path, root: Path | None = None) -> RunSummary:
         last_activity=_mtime(results),
         scored=any(record.scores for r in rollouts for record in r.transcript.turns),
         judges=judges,
+        holder=holder(run_dir),
     )
 
 

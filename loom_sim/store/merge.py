@@ -15,12 +15,14 @@ partial and ``run --resume`` finishes it. Two shards claiming the same ``k`` are
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from loom_sim.core.lock import refuse_if_held
 from loom_sim.errors import LoomError
 from loom_sim.store.artifacts import write_json
 from loom_sim.store.distribution import Shard
@@ -70,12 +72,15 @@ class Merged:
     missing_cells: list[str] = field(default_factory=list)  # owned by a given shard, not run
 
 
-def merge_shards(shard_dirs: list[Path], output: Path) -> Merged:
-    """Join ``shard_dirs`` into a new run directory ``output``."""
+def merge_shards(
+    shard_dirs: list[Path], output: Path, claim: Callable[[Path], object] | None = None
+) -> Merged:
+    """Join ``shard_dirs`` into a new run directory ``output``. ``claim`` takes ``output``'s
+    lock (:func:`loom_sim.core.lock.hold`) once the shards are checked, before anything is
+    written there, so nothing is left behind by a merge refused earlier."""
     if not shard_dirs:
         raise LoomError("give the shards' folders to merge")
-    if (output / RUN_FILE).exists():
-        raise LoomError(f"{output} already holds a run; merge into a new folder")
+    _check_new(output)
     records = [read_any(d) for d in shard_dirs]
     shards = _shards(shard_dirs, records)
     first, first_dir = records[0], shard_dirs[0]
@@ -90,6 +95,9 @@ def merge_shards(shard_dirs: list[Path], output: Path) -> Merged:
         0,
         missing_shards=[k for k in range(1, count + 1) if k not in owner],
     )
+    if claim is not None:
+        claim(output)
+        _check_new(output)  # again: no other process can start writing it now
     output.mkdir(parents=True, exist_ok=True)
     if isinstance(first, MatrixRecord):
         cells = first.cells()
@@ -105,6 +113,12 @@ def merge_shards(shard_dirs: list[Path], output: Path) -> Merged:
     )
     write_json(output / RUN_FILE, whole)  # last: a folder with run.json has every cell copied
     return merged
+
+
+def _check_new(output: Path) -> None:
+    refuse_if_held(output)
+    if (output / RUN_FILE).exists():
+        raise LoomError(f"{output} already holds a run; merge into a new folder")
 
 
 def _shards(dirs: list[Path], records: list[RunRecord | MatrixRecord]) -> list[Shard]:

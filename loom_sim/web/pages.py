@@ -15,6 +15,7 @@ from typing import Any
 
 from loom_sim.assembler import Assembler
 from loom_sim.config import LoomConfig
+from loom_sim.core.lock import holder
 from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.data import load_transcript, partial_transcript
@@ -128,6 +129,7 @@ def run_page(resolver: Resolver, rel: str) -> dict[str, Any]:
         "arms": arms,
         "summary": summary,
         "status": status,
+        "running": holder(run_dir),  # the pid writing it now, if any: not resumable meanwhile
         "comparison": comparison,
         "report": has_turns and results.kind == "run",
         "since": token(run_dir),

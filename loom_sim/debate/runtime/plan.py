@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from loom_sim import __version__
 from loom_sim.core.header import plan_header, redact_argv, redact_url
+from loom_sim.core.lock import refuse_if_held
 from loom_sim.debate.deck import DECK_FORMAT, Deck, PersonaEntry, deck_hash, load_deck
 from loom_sim.debate.files import FORMAT_VERSION, DebateFiles, DebateRecord
 from loom_sim.debate.prompts import DEBATE_TEMPLATE_VERSION
@@ -103,10 +104,7 @@ def plan_debate(deck_path: Path, options: DebateOptions, argv: list[str]) -> Deb
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = options.output or unique_dir(Path("results") / f"debate-{deck.id}-{stamp}")
     files = DebateFiles(folder)
-    if files.plan.exists():
-        raise LoomError(
-            f"{folder} already holds a debate; continue it with: loom-sim debate --resume {folder}"
-        )
+    check_new(files)
     table = settings.models.table()
     record = DebateRecord(
         deck=deck.model_dump(mode="json"),
@@ -136,6 +134,16 @@ def plan_debate(deck_path: Path, options: DebateOptions, argv: list[str]) -> Deb
         ),
     )
     return DebatePlan(files, record, deck, options.base_url)
+
+
+def check_new(files: DebateFiles) -> None:
+    """Refuse a folder another process is writing (naming it), or one that holds a debate."""
+    refuse_if_held(files.dir)
+    if files.plan.exists():
+        raise LoomError(
+            f"{files.dir} already holds a debate; continue it with: "
+            f"loom-sim debate --resume {files.dir}"
+        )
 
 
 def plan_resume(folder: Path, base_url: str | None = None) -> DebatePlan:

@@ -11,6 +11,9 @@ Unwinding can wait on something that cannot be cancelled — a llama.cpp generat
 thread finishes its reply first — so the first Ctrl-C says that a second one quits at once,
 and the second does: the process exits with status 130 without waiting for anything. What is
 lost then is what a kill loses (the turn in progress), and the resume command still works.
+
+SIGTERM (a scheduler, Ray or a container stopping the job) arrives here as Ctrl-C: the
+command line hands it to the SIGINT handler (:mod:`loom_sim.core.signals`).
 """
 
 from __future__ import annotations

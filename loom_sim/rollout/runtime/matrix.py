@@ -34,6 +34,7 @@ from loom_sim.rollout.runtime.rollout import ModelSource
 from loom_sim.rollout.runtime.run import (
     RunOptions,
     RunPlan,
+    check_new,
     make_hub,
     plan_resume,
     plan_run,
@@ -89,8 +90,7 @@ def plan_matrix(
         stem,
         {"configs": [c.model_dump(mode="json") for c in configs], "targets": targets},
     )
-    if (run_dir / RUN_FILE).exists():
-        raise LoomError(f"{run_dir} already holds a run; continue it with --resume {run_dir}")
+    check_new(run_dir)
     taken: set[str] = set()
     arms: list[MatrixArm] = []
     plans: list[RunPlan] = []

@@ -25,6 +25,7 @@ from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
 from loom_sim.core.header import plan_header, redact_argv, redact_url, versions
+from loom_sim.core.lock import refuse_if_held
 from loom_sim.errors import LoomError
 from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.base import CallLimiter
@@ -204,8 +205,7 @@ def plan_run(
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     config_data = config.model_dump(mode="json")
     run_dir = options.output or new_run_dir(options.results_root, config_path.stem, config_data)
-    if (run_dir / RUN_FILE).exists():
-        raise LoomError(f"{run_dir} already holds a run; continue it with --resume {run_dir}")
+    check_new(run_dir)
     record = RunRecord(
         loom_sim_version=__version__,
         schema_version=CURRENT_SCHEMA_VERSION,
@@ -243,6 +243,13 @@ def plan_run(
         ),
     )
     return RunPlan(dir=run_dir, record=record, config=config, given_base_url=options.base_url)
+
+
+def check_new(run_dir: Path) -> None:
+    """Refuse a folder another process is writing (naming it), or one that holds a run."""
+    refuse_if_held(run_dir)
+    if (run_dir / RUN_FILE).exists():
+        raise LoomError(f"{run_dir} already holds a run; continue it with --resume {run_dir}")
 
 
 def plan_resume(
