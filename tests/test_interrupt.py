@@ -127,7 +127,7 @@ def test_ctrl_c_during_scoring_keeps_the_scored_turns_and_resumes(tmp_path):
 UNCANCELLABLE = """
 import sys, trio
 from loom_sim.core.signals import sigterm_as_ctrl_c
-from loom_sim.rollout.runtime import interrupt
+from loom_sim.core import interrupt
 
 async def work():
     print("working", flush=True)

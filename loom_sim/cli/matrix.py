@@ -17,11 +17,11 @@ import click
 from loom_sim.cli.cache import open_cache
 from loom_sim.cli.score import score_matrix
 from loom_sim.config.suite import is_suite, load_suite
+from loom_sim.core import interrupt
 from loom_sim.errors import LoomError
 from loom_sim.executors import CellBatch, Executor
 from loom_sim.executors.local import LocalExecutor
 from loom_sim.resources import find
-from loom_sim.rollout.runtime import interrupt
 from loom_sim.rollout.runtime.matrix import (
     MatrixPlan,
     make_matrix_hub,

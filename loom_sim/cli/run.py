@@ -21,13 +21,13 @@ from loom_sim.cli.options import (
     executor_options,
     timeout_option,
 )
+from loom_sim.core import interrupt
 from loom_sim.core.lock import hold
 from loom_sim.errors import LoomError
 from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.resources import find
-from loom_sim.rollout.runtime import interrupt
 from loom_sim.rollout.runtime.cells import plan_cells
 from loom_sim.rollout.runtime.progress import PlainProgress, RichProgress
 from loom_sim.rollout.runtime.run import (

@@ -7,7 +7,7 @@ Ctrl-C — every completed turn saved, what was saved and the command that conti
 exit status 130 — and a second SIGTERM, like a second Ctrl-C, quits at once.
 
 It is done by handing SIGTERM to whatever answers SIGINT at that moment (the clean stop of
-:mod:`loom_sim.rollout.runtime.interrupt`, trio's, Python's own), so each command's Ctrl-C
+:mod:`loom_sim.core.interrupt`, trio's, Python's own), so each command's Ctrl-C
 behaviour is
 its SIGTERM behaviour with nothing written twice. Where SIGINT is ignored — a job started in
 the background by a script inherits that — SIGTERM still stops the work as Ctrl-C would.

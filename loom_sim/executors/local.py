@@ -14,10 +14,10 @@ from pathlib import Path
 
 import trio
 
+from loom_sim.core import interrupt
 from loom_sim.errors import LoomError
 from loom_sim.executors.base import CellBatch, ExecutorSettings, ScoreBatch, executor
 from loom_sim.models.cache import ResponseCache
-from loom_sim.rollout.runtime import interrupt
 from loom_sim.rollout.runtime.budget import RunBudget
 from loom_sim.rollout.runtime.cells import run_cells
 from loom_sim.rollout.runtime.progress import ProgressSink
@@ -42,7 +42,7 @@ class LocalExecutor:
 
     def run_cells(self, batch: CellBatch, progress: ProgressSink) -> list[Transcript]:
         """The cells under one ``trio.run``; a first Ctrl-C winds them down (every completed
-        turn on disk) and raises :class:`~loom_sim.rollout.runtime.interrupt.Interrupted`."""
+        turn on disk) and raises :class:`~loom_sim.core.interrupt.Interrupted`."""
         budget = RunBudget(batch.budgets.max_cost_usd, batch.budgets.max_runtime_s)
         return interrupt.run(run_cells, batch.cells, batch.hub, progress, budget, batch.concurrency)
 
