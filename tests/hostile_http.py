@@ -36,7 +36,7 @@ class Hostile:
     stop: threading.Event = field(default_factory=threading.Event)
     requests: int = 0
     sent: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    changed: threading.Condition = field(default_factory=threading.Condition)
     port: int = 0
 
     @property
@@ -48,9 +48,17 @@ class Hostile:
         return f"http://127.0.0.1:{self.port}/reply"
 
     def count(self, sent: int = 0, request: bool = False) -> None:
-        with self.lock:
+        with self.changed:
             self.sent += sent
             self.requests += int(request)
+            self.changed.notify_all()
+
+    def wait_for_requests(self, n: int, timeout_s: float = 60.0) -> int:
+        """The requests read once there are ``n`` (or ``timeout_s`` passed): a request the
+        client sent just before it gave up may still be on its way through this server."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.requests >= n, timeout_s)
+            return self.requests
 
 
 def _read_request(conn: socket.socket) -> bool:

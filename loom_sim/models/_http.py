@@ -222,12 +222,13 @@ class HTTPPool:
                 except _CORE_ERRORS as exc:
                     kind = getattr(httpx, type(exc).__name__, httpx.TransportError)
                     raise kind(str(exc)) from exc
-            raise ReplyDeadline(target.deadline_s, received.bytes)
+            raise ReplyDeadline(target.deadline_s, received)
 
     async def _post_httpx(self, target: _Target, body: bytes, received: Received) -> _Reply:
         async with self.http.stream(
             "POST", target.url, content=body, headers=target.headers, timeout=target.timeout
         ) as reply:
+            received.started = True
             if "content-encoding" not in reply.headers:
                 check_declared(reply.headers.get("content-length"), target.max_bytes)
             content = await read_capped(reply.aiter_bytes(), target.max_bytes, received)
@@ -244,6 +245,7 @@ class HTTPPool:
         conn = await self._checkout()
         try:
             response = await conn.handle_async_request(request)
+            received.started = True
             try:
                 for name, value in response.headers:
                     if name.lower() == b"content-length":

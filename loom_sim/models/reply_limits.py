@@ -42,29 +42,32 @@ def size_text(n: int) -> str:
 
 
 class Received:
-    """The body bytes of the reply in progress, so a passed deadline can say whether the
-    server was silent or still sending."""
+    """How far the reply in progress got — its status line and headers (``started``), the
+    bytes of its body — so a passed deadline can say whether the server was silent or still
+    sending."""
 
-    __slots__ = ("bytes",)
+    __slots__ = ("bytes", "started")
 
     def __init__(self) -> None:
+        self.started = False
         self.bytes = 0
 
 
 class ReplyDeadline(httpx.TimeoutException):
-    """The whole reply did not arrive within its deadline."""
+    """The whole reply did not arrive within its deadline; ``started``: its headers had."""
 
-    def __init__(self, deadline_s: float, received: int) -> None:
-        if received:
+    def __init__(self, deadline_s: float, received: Received) -> None:
+        if received.started:
             reason = (
-                f"the reply was still arriving after {deadline_s:g} s ({received:,} bytes so far)"
+                f"the reply was still arriving after {deadline_s:g} s "
+                f"({received.bytes:,} bytes of its body so far)"
             )
         else:
             reason = f"no complete reply within {deadline_s:g} s"
         super().__init__(reason)
         self.reason = reason
         self.deadline_s = deadline_s
-        self.received = received
+        self.started = received.started
 
 
 class ReplyTooLarge(httpx.TransportError):

@@ -9,9 +9,9 @@ same and a fix applies everywhere:
 * every reply has a deadline for the whole of it (:mod:`loom_sim.models.reply_limits`). A
   server silent until the deadline — a long generation, a stuck request — is retried, but
   only once (``max_timeouts``): each try costs the whole timeout, and five would hold one call
-  for five of them. A reply that had started but was still arriving when the deadline passed
-  is not retried: the server or the path to it delivers at a trickle, which a second try at
-  the same server does not cure;
+  for five of them. A reply that had started (its headers had come) but was still arriving
+  when the deadline passed is not retried: the server or the path to it delivers at a
+  trickle, which a second try at the same server does not cure;
 * the wait is exponential backoff with *full jitter* — ``uniform(0, min(cap, base·2^(n-1)))``,
   which spreads 256 rollouts that failed together instead of having them retry in lockstep;
 * a server's ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` replaces the
@@ -365,7 +365,7 @@ def transport_failure(
     if isinstance(exc, ReplyTooLarge):
         return BadModelReply(f"{spec}: {exc.reason} from {base_url}; loom-sim stopped reading it.")
     if isinstance(exc, ReplyDeadline):
-        return AttemptFailed(exc.reason, kind="slow" if exc.received else "timeout")
+        return AttemptFailed(exc.reason, kind="slow" if exc.started else "timeout")
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.ProxyError):
         return ModelError(
             f"{spec}: cannot send to {base_url} ({_os_reason(exc)}); check the base URL "
