@@ -20,6 +20,7 @@ import trio
 from loom_sim.errors import LoomError
 from loom_sim.models import ChatMessage, ModelError, ModelRequest, OpenAIClient, RetryPolicy
 from loom_sim.models._http import HTTPPool
+from loom_sim.models.anthropic import AnthropicClient
 from loom_sim.models.base import BadModelReply, RetriesExhausted
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.retry import AttemptFailed, Faults
@@ -118,6 +119,17 @@ async def test_a_redirect_is_named_not_followed(fast):
     assert f"answered HTTP 307, a redirect to {REDIRECT_TO}" in message
     assert "does not follow redirects" in message and "model name" not in message
     assert asked == 1
+
+
+@pytest.mark.parametrize("kind", ["huge", "redirect"])
+async def test_the_anthropic_provider_is_held_to_the_same_limits(kind):
+    with hostile_server(kind) as server:
+        model = AnthropicClient("anthropic/x", base_url=server.base_url, env={}, retry=retry())
+        with pytest.raises(ModelError) as caught, trio.fail_after(OUTER_S):
+            await model.complete(request())
+        await model.aclose()
+    expected = "8 MiB cap" if kind == "huge" else "does not follow redirects"
+    assert expected in str(caught.value)
 
 
 def test_a_failure_without_retries_is_not_summed_as_retried():

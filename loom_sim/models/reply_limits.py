@@ -75,9 +75,9 @@ class ReplyTooLarge(httpx.TransportError):
 
     def __init__(self, cap: int, declared: int | None = None) -> None:
         said = f" (it declared {declared:,} bytes)" if declared is not None else ""
-        reason = f"the reply went past the {size_text(cap)} cap on one reply's size{said}"
-        super().__init__(reason)
-        self.reason = reason
+        self.what = f"went past the {size_text(cap)} cap on one reply's size{said}"
+        self.reason = f"the reply {self.what}"
+        super().__init__(self.reason)
         self.cap = cap
         self.declared = declared
 

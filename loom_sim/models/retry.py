@@ -363,7 +363,8 @@ def transport_failure(
     """An httpx transport error as a retryable failure with a plain reason (or, for a URL
     that can never work or a reply past the size cap, a final error)."""
     if isinstance(exc, ReplyTooLarge):
-        return BadModelReply(f"{spec}: {exc.reason} from {base_url}; loom-sim stopped reading it.")
+        where = "" if base_url in spec else f" from {base_url}"
+        return BadModelReply(f"{spec}: the reply{where} {exc.what}; loom-sim stopped reading it.")
     if isinstance(exc, ReplyDeadline):
         return AttemptFailed(exc.reason, kind="slow" if exc.started else "timeout")
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.ProxyError):
