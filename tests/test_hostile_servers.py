@@ -26,6 +26,7 @@ from loom_sim.models.hub import ModelHub
 from loom_sim.models.retry import AttemptFailed, Faults
 from loom_sim.targets import AdapterContext, Exchange, TargetFatal, open_target
 from loom_sim.targets.http import HttpSettings
+from loom_sim.targets.model import ModelSettings
 from tests.hostile_http import HUGE_BYTES, REDIRECT_TO, hostile_server
 from tests.probe_support import make_plan, run_plan
 
@@ -143,7 +144,9 @@ def test_a_failure_without_retries_is_not_summed_as_retried():
 # ─── the harness's http target ──────────────────────────────────────────────
 
 
-async def one_exchange(settings: HttpSettings, tmp_path: Path) -> Exchange | TargetFatal:
+async def one_exchange(
+    settings: HttpSettings | ModelSettings, tmp_path: Path, model=None
+) -> Exchange | TargetFatal:
     """The reply to one message, or the ``TargetFatal`` that ended the session."""
     context = AdapterContext(
         workdir=tmp_path,
@@ -151,7 +154,7 @@ async def one_exchange(settings: HttpSettings, tmp_path: Path) -> Exchange | Tar
         inputs=[],
         seed=3,
         history=[],
-        model=lambda spec: None,  # type: ignore[arg-type,return-value]
+        model=model or (lambda spec: None),  # type: ignore[arg-type,return-value]
     )
     adapter = open_target(settings, context)
     with trio.fail_after(OUTER_S):
@@ -179,6 +182,17 @@ async def test_a_dripping_target_fails_at_its_reply_timeout(api, tmp_path):
     assert isinstance(fatal, TargetFatal)
     assert "the reply was still arriving after 2 s" in str(fatal) and "\n" not in str(fatal)
     assert asked == 1
+
+
+async def test_a_model_target_fails_the_action_at_its_reply_timeout(tmp_path):
+    with hostile_server("drip") as server:
+        # the client's own deadline is far off: the target's setting must hold by itself
+        client = OpenAIClient("openai/x", base_url=server.base_url, env={}, timeout_s=OUTER_S * 2)
+        settings = ModelSettings(adapter="model", spec="openai/x", reply_timeout_s=2)
+        reply = await one_exchange(settings, tmp_path, model=lambda spec: client)
+        await client.aclose()
+    assert isinstance(reply, Exchange) and reply.ended_by == "timeout"
+    assert reply.error == "the model openai/x gave no reply within 2 s (reply_timeout_s)"
 
 
 @pytest.mark.parametrize("kind", ["endless", "huge"])
