@@ -168,29 +168,34 @@ class ResponseCache:
         self._db = db
 
     def _open_read_only(self, err: OSError | sqlite3.Error) -> sqlite3.Connection:
-        """The existing file, read-only, when it could not be opened to write. ``mode=ro``
+        """The existing file, read-only, when it could not be opened to write because we may
+        not write it or its folder (a locked or full one is not read around). ``mode=ro``
         first; a WAL file in a folder we may not write has no shared-memory index to open,
         so then ``immutable`` (no locks: fine for a file nobody here can change)."""
-        if not self.path.is_file():
-            raise LoomError(
-                f"{self.path}: the response cache cannot be opened ({err}); check the "
-                "folder's permissions or run with --no-cache"
-            ) from None
+        writable = os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+        if writable or not self.path.is_file():
+            raise self._unopenable(err)
         uri = self.path.resolve().as_uri()
         for mode in ("mode=ro", "immutable=1"):
+            db = None
             try:
                 db = sqlite3.connect(f"{uri}?{mode}", uri=True, isolation_level=None)
                 db.execute("SELECT count(*) FROM responses").fetchone()
             except sqlite3.Error as again:
+                if db is not None:
+                    db.close()
                 if _garbled(again):
                     raise CacheGarbled(self.path, str(again)) from None
                 continue
             self.read_only = True
             return db
-        raise LoomError(
-            f"{self.path}: the response cache cannot be opened ({err}); check its "
-            "permissions or run with --no-cache"
-        ) from None
+        raise self._unopenable(err)
+
+    def _unopenable(self, err: OSError | sqlite3.Error) -> LoomError:
+        return LoomError(
+            f"{self.path}: the response cache cannot be opened ({err}); check the file and "
+            "its folder, or run with --no-cache"
+        )
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r}, hits={self.hits}, misses={self.misses})"
