@@ -4,7 +4,12 @@ a second `score` of the same run makes no model call at all (counted by the serv
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -134,8 +139,87 @@ async def test_the_hub_caches_real_providers_not_scripted_ones(tmp_path):
 def test_a_damaged_cache_file_is_one_plain_sentence(tmp_path):
     path = tmp_path / "c.sqlite3"
     path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(LoomError, match=r"cannot be opened.*--no-cache"):
+    with pytest.raises(
+        LoomError, match=r"c.sqlite3: .*garbled.*cache clear removes it.*--no-cache"
+    ):
         ResponseCache(path)
+
+
+def test_a_garbled_cache_stops_a_run_naming_it_and_cache_clear_removes_it(tmp_path):
+    env = {"LOOM_SIM_CACHE_DIR": str(tmp_path / "cache")}
+    garbled = tmp_path / "cache" / "responses.sqlite3"
+    garbled.parent.mkdir()
+    garbled.write_bytes(b"this is not a database" * 100)
+    scripted = ("--persona-model", "scripted/varied", "--target", "scripted/varied")
+    args = ("run", str(MANIA), "--turns", "1", "--no-score", *scripted)
+    refused = invoke(*args, "-o", str(tmp_path / "one"), env=env)
+    assert refused.exit_code == 1 and f"{garbled}: the response cache file is garbled" in (
+        refused.output
+    )
+    cleared = invoke("cache", "clear", "--model", "openai/x", env=env)
+    assert cleared.exit_code == 0, cleared.output
+    assert cleared.output.startswith(f"{garbled} was garbled (file is not a database)")
+    assert not garbled.exists()
+    ran = invoke(*args, "-o", str(tmp_path / "two"), env=env)
+    assert ran.exit_code == 0, ran.output
+
+
+# ─── a cache this process may not write ─────────────────────────────────────
+
+READ_BACK = """
+import json, sys, trio
+from loom_sim.models.cache import CachedClient, ResponseCache
+from tests.test_cache import Counting, request
+async def main():
+    inner = Counting()
+    with ResponseCache(sys.argv[1]) as store:
+        client = CachedClient(inner, store)
+        hit = await client.complete(request())
+        again = await client.complete(request())
+        miss = await client.complete(request(seed=99))
+        print(json.dumps({"hit": hit.cached, "again": again.cached, "miss": miss.cached,
+                          "calls": inner.calls, "read_only": store.read_only,
+                          "problem": store.problem, "stored": store.stored}))
+trio.run(main)
+"""
+
+
+@pytest.fixture
+def shared_folder():
+    """A folder every user may enter (pytest's own are private to their owner)."""
+    folder = Path(tempfile.mkdtemp(prefix="loom-cache-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    shutil.rmtree(folder)
+
+
+def as_someone_else(command: list[str]) -> list[str]:
+    """``command`` run by a user who cannot write our files: root can write any file, so as
+    root it runs as ``nobody``."""
+    if os.geteuid() != 0:
+        return command
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: no way to be refused a write")
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+
+
+@pytest.mark.parametrize("folder_mode", [0o555, 0o777], ids=["read-only-folder", "open-folder"])
+async def test_a_read_only_cache_still_serves_its_replies(shared_folder, folder_mode):
+    path = shared_folder / "responses.sqlite3"
+    with ResponseCache(path) as store:
+        await CachedClient(Counting(), store).complete(request())
+    path.chmod(0o444)
+    shared_folder.chmod(folder_mode)
+    command = as_someone_else([sys.executable, "-c", READ_BACK, str(path)])
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["hit"] and seen["again"] and not seen["miss"]
+    assert seen["calls"] == 1 and seen["stored"] == 0  # only the miss asked the model
+    assert seen["read_only"] and seen["problem"] is None
 
 
 def test_the_cache_lives_where_the_environment_says(tmp_path):

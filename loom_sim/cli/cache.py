@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import click
 
-from loom_sim.models.cache import ResponseCache, default_cache_path
+from loom_sim.models.cache import CacheGarbled, ResponseCache, default_cache_path
 
 
 @contextmanager
@@ -33,6 +33,11 @@ def open_cache(enabled: bool) -> Iterator[ResponseCache | None]:
             )
         if cache.problem:
             click.echo(f"note: {cache.problem}; the rest ran without it", err=True)
+        if cache.read_only:
+            click.echo(
+                f"note: {cache.path} is read-only: replies were served from it, none stored",
+                err=True,
+            )
         cache.close()
 
 
@@ -67,9 +72,15 @@ def stats() -> None:
 @cache.command()
 @click.option("--model", "spec", metavar="SPEC", help="Only this model's replies.")
 def clear(spec: str | None) -> None:
-    """Remove stored replies (all, or one model's)."""
-    with ResponseCache(default_cache_path()) as store:
-        removed = store.clear(spec)
+    """Remove stored replies (all, or one model's); a garbled cache file is removed whole."""
+    try:
+        with ResponseCache(default_cache_path()) as store:
+            removed = store.clear(spec)
+    except CacheGarbled as garbled:
+        garbled.remove()
+        whole = " (no one model's replies can be told apart in it)" if spec else ""
+        click.echo(f"{garbled.path} was garbled ({garbled.reason}): removed the file{whole}")
+        return
     click.echo(f"removed {removed} replies" + (f" of {spec}" if spec else ""))
 
 

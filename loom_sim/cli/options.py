@@ -67,7 +67,8 @@ def timeout_option(default: float | None = 120.0) -> Callable[[F], F]:
         type=click.FloatRange(min=0.1),
         default=default,
         metavar="SECONDS",
-        help="Longest wait for one model call before it is retried (default 120).",
+        help="Deadline for one model reply, body included (default 120); a reply that "
+        "misses it fails that attempt.",
     )
 
 

@@ -38,6 +38,13 @@ import trio
 
 from loom_sim.models.base import CallLimiter, ModelError, ModelResponse, Usage
 from loom_sim.models.pricing import PriceTable
+from loom_sim.models.reply_limits import (
+    MAX_REPLY_BYTES,
+    Received,
+    ReplyDeadline,
+    check_declared,
+    read_capped,
+)
 from loom_sim.models.retry import AttemptFailed, RetryPolicy, status_error, transport_failure
 
 __all__ = ["HTTPModelClient", "HTTPPool", "check_base_url", "is_loopback"]
@@ -116,6 +123,8 @@ class _Target:
     url: httpx.URL
     headers: dict[str, str]
     timeout: httpx.Timeout
+    deadline_s: float  # for the whole reply, body included
+    max_bytes: int  # of the reply's body
     core_url: httpcore.URL
     core_headers: tuple[tuple[bytes, bytes], ...]
     core_extensions: dict[str, Any]
@@ -166,10 +175,17 @@ class HTTPPool:
             self._http = httpx.AsyncClient(trust_env=self._trust_env, limits=limits, timeout=None)
         return self._http
 
-    def target(self, url: str, headers: Mapping[str, str], timeout_s: float) -> _Target:
+    def target(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        max_bytes: int = MAX_REPLY_BYTES,
+    ) -> _Target:
         parsed = httpx.URL(url)
-        # Connect fast or not at all; reads may take as long as the model needs. The pool
-        # wait is unbounded: the limiters, not the pool, decide how many calls run.
+        # Connect fast or not at all; the whole reply within ``timeout_s`` (the deadline in
+        # ``post``: per-read timeouts alone let a server dripping bytes hold a call forever).
+        # The pool wait is unbounded: the limiters, not the pool, decide how many calls run.
         connect = min(timeout_s, 10.0)
         core_headers = [(b"Host", parsed.netloc)]
         core_headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
@@ -177,6 +193,8 @@ class HTTPPool:
             url=parsed,
             headers=dict(headers),
             timeout=httpx.Timeout(timeout_s, connect=connect, pool=None),
+            deadline_s=timeout_s,
+            max_bytes=max_bytes,
             core_url=httpcore.URL(
                 scheme=parsed.raw_scheme,
                 host=parsed.raw_host,
@@ -190,20 +208,33 @@ class HTTPPool:
         )
 
     async def post(self, target: _Target, body: bytes) -> _Reply:
-        """POST ``body``; network failures raise ``httpx.TransportError`` on both paths."""
+        """POST ``body``; network failures raise ``httpx.TransportError`` on both paths, and
+        so do a reply that misses its deadline (``ReplyDeadline``) or passes its size cap
+        (``ReplyTooLarge``). The deadline starts once a connection slot is ours: waiting for
+        one is the run's own queue, not the server's slowness."""
         async with self._slot:
-            if not self.fast:
-                reply = await self.http.post(
-                    target.url, content=body, headers=target.headers, timeout=target.timeout
-                )
-                return _Reply(reply.status_code, reply.headers, reply.content)
-            try:
-                return await self._post_fast(target, body)
-            except _CORE_ERRORS as exc:
-                kind = getattr(httpx, type(exc).__name__, httpx.TransportError)
-                raise kind(str(exc)) from exc
+            received = Received()
+            with trio.move_on_after(target.deadline_s):
+                if not self.fast:
+                    return await self._post_httpx(target, body, received)
+                try:
+                    return await self._post_fast(target, body, received)
+                except _CORE_ERRORS as exc:
+                    kind = getattr(httpx, type(exc).__name__, httpx.TransportError)
+                    raise kind(str(exc)) from exc
+            raise ReplyDeadline(target.deadline_s, received)
 
-    async def _post_fast(self, target: _Target, body: bytes) -> _Reply:
+    async def _post_httpx(self, target: _Target, body: bytes, received: Received) -> _Reply:
+        async with self.http.stream(
+            "POST", target.url, content=body, headers=target.headers, timeout=target.timeout
+        ) as reply:
+            received.started = True
+            if "content-encoding" not in reply.headers:
+                check_declared(reply.headers.get("content-length"), target.max_bytes)
+            content = await read_capped(reply.aiter_bytes(), target.max_bytes, received)
+            return _Reply(reply.status_code, reply.headers, content)
+
+    async def _post_fast(self, target: _Target, body: bytes, received: Received) -> _Reply:
         request = httpcore.Request(
             b"POST",
             target.core_url,
@@ -214,8 +245,13 @@ class HTTPPool:
         conn = await self._checkout()
         try:
             response = await conn.handle_async_request(request)
+            received.started = True
             try:
-                content = await response.aread()
+                for name, value in response.headers:
+                    if name.lower() == b"content-length":
+                        check_declared(value, target.max_bytes)
+                stream = response.aiter_stream()
+                content = await read_capped(stream, target.max_bytes, received)
             finally:
                 await response.aclose()
         except BaseException:
@@ -274,6 +310,7 @@ class HTTPModelClient:
         limiter: CallLimiter | None,
         prices: PriceTable | None,
         context_tokens: int,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         self.spec = spec
         self.model = spec.split("/", 1)[1]
@@ -285,7 +322,10 @@ class HTTPModelClient:
         self.pool = pool if pool is not None else HTTPPool(self.base_url)
         self.timeout_s = timeout_s
         self._target = self.pool.target(
-            self.base_url + path, {"Content-Type": "application/json", **headers}, timeout_s
+            self.base_url + path,
+            {"Content-Type": "application/json", **headers},
+            timeout_s,
+            max_reply_bytes,
         )
         self.retry = retry if retry is not None else RetryPolicy()
         self._limit = Slot(limiter) if limiter is not None else _NO_LIMIT

@@ -32,6 +32,7 @@ from loom_sim.models.base import CallLimiter, ChatMessage, ModelRequest, ModelRe
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.openai import schema_instruction
 from loom_sim.models.pricing import PriceTable
+from loom_sim.models.reply_limits import MAX_REPLY_BYTES
 from loom_sim.models.retry import AttemptFailed, RetryPolicy
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_BASE_URL", "AnthropicClient", "to_messages_api"]
@@ -106,6 +107,7 @@ class AnthropicClient(HTTPModelClient):
         limiter: CallLimiter | None = None,
         prices: PriceTable | None = None,
         context_tokens: int | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         env = os.environ if env is None else env
         base = base_url or env.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
@@ -125,6 +127,7 @@ class AnthropicClient(HTTPModelClient):
             limiter=limiter,
             prices=prices,
             context_tokens=context_tokens or CLAUDE_CONTEXT_TOKENS,
+            max_reply_bytes=max_reply_bytes,
         )
 
     def _body(self, request: ModelRequest) -> bytes:

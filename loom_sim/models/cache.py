@@ -12,6 +12,11 @@ key or the file.
 Only replies are stored. A call that raises (a refusal after its retries, a reply that does
 not parse, a dead server) stores nothing, so the next attempt asks the model again.
 
+A cache file loom-sim may not write (a shared, read-only copy) still serves its replies: it is
+opened read-only and stores nothing new. A file SQLite cannot read at all (garbled, or not a
+database) is :class:`CacheGarbled`: a command that needs the cache names the file and stops,
+and ``loom-sim cache clear`` removes it.
+
 Why SQLite (the standard library's ``sqlite3``) and not ``diskcache``: one file that
 ``sqlite3`` on any machine can open and query, WAL mode so two runs can share it, ``cache
 stats`` as plain SQL, and no dependency for something this small. Calls are synchronous: a
@@ -37,6 +42,7 @@ from loom_sim.models.base import ModelClient, ModelRequest, ModelResponse, Usage
 __all__ = [
     "CACHE_ENV",
     "CACHE_FILE",
+    "CacheGarbled",
     "CacheStats",
     "CachedClient",
     "ResponseCache",
@@ -97,6 +103,29 @@ def cache_key(spec: str, request: ModelRequest, base_url: str | None = None) -> 
     return hashlib.sha256(head + _REQUEST.encode(request)).hexdigest()
 
 
+class CacheGarbled(LoomError):
+    """The cache file is not a database SQLite can read; ``remove()`` deletes it."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(
+            f"{path}: the response cache file is garbled ({reason}); loom-sim cache clear "
+            "removes it, or run with --no-cache"
+        )
+        self.path = path
+        self.reason = reason
+
+    def remove(self) -> None:
+        """Delete the file and its write-ahead log and index, whatever is in them."""
+        for part in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            part.unlink(missing_ok=True)
+
+
+def _garbled(err: sqlite3.Error) -> bool:
+    """Whether ``err`` says the file's content is damaged, not that it cannot be reached
+    (OperationalError: locked, read-only, missing folder, full disk)."""
+    return isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError)
+
+
 @dataclass(frozen=True)
 class CacheStats:
     path: Path
@@ -122,17 +151,51 @@ class ResponseCache:
         self.misses = 0
         self.stored = 0
         self.problem: str | None = None  # set when a write failed: the cache is then off
+        self.read_only = False  # a file we may not write: replies served, none stored
+        db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as err:
-            raise LoomError(
-                f"{self.path}: the response cache cannot be opened ({err}); remove the file "
-                "(loom-sim cache clear) or run with --no-cache"
-            ) from None
+            if db is not None:
+                db.close()
+            if isinstance(err, sqlite3.Error) and _garbled(err):
+                raise CacheGarbled(self.path, str(err)) from None
+            db = self._open_read_only(err)
+        self._db = db
+
+    def _open_read_only(self, err: OSError | sqlite3.Error) -> sqlite3.Connection:
+        """The existing file, read-only, when it could not be opened to write because we may
+        not write it or its folder (a locked or full one is not read around). ``mode=ro``
+        first; a WAL file in a folder we may not write has no shared-memory index to open,
+        so then ``immutable`` (no locks: fine for a file nobody here can change)."""
+        writable = os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+        if writable or not self.path.is_file():
+            raise self._unopenable(err)
+        uri = self.path.resolve().as_uri()
+        for mode in ("mode=ro", "immutable=1"):
+            db = None
+            try:
+                db = sqlite3.connect(f"{uri}?{mode}", uri=True, isolation_level=None)
+                db.execute("SELECT count(*) FROM responses").fetchone()
+            except sqlite3.Error as again:
+                if db is not None:
+                    db.close()
+                if _garbled(again):
+                    raise CacheGarbled(self.path, str(again)) from None
+                continue
+            self.read_only = True
+            return db
+        raise self._unopenable(err)
+
+    def _unopenable(self, err: OSError | sqlite3.Error) -> LoomError:
+        return LoomError(
+            f"{self.path}: the response cache cannot be opened ({err}); check the file and "
+            "its folder, or run with --no-cache"
+        )
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r}, hits={self.hits}, misses={self.misses})"
@@ -158,17 +221,19 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
+        if self.read_only:
+            return response
         try:
             self._db.execute(
                 "UPDATE responses SET hits = hits + 1, last_hit_at = ? WHERE key = ?",
                 (self._clock(), key),
             )
         except sqlite3.Error as err:
-            self._broken(err)
+            self._write_failed(err)
         return response
 
     def put(self, key: str, spec: str, response: ModelResponse) -> None:
-        if self.problem is not None:
+        if self.problem is not None or self.read_only:
             return
         provider, _, model = spec.partition("/")
         usage = response.usage
@@ -188,9 +253,17 @@ class ResponseCache:
                 ),
             )
         except sqlite3.Error as err:
-            self._broken(err)
+            self._write_failed(err)
             return
         self.stored += 1
+
+    def _write_failed(self, err: sqlite3.Error) -> None:
+        """A file we may read but not write (SQLite opens one read-only without a word) keeps
+        serving its replies; any other failure switches the cache off."""
+        if getattr(err, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY:
+            self.read_only = True
+        else:
+            self._broken(err)
 
     def _broken(self, err: sqlite3.Error) -> None:
         """A full disk or a locked file must not stop a run: the cache switches itself off
@@ -232,16 +305,24 @@ class ResponseCache:
         )
 
     def clear(self, spec: str | None = None) -> int:
-        """Remove every entry (or those of one ``provider/model``); the number removed."""
-        if spec is None:
-            removed = self._db.execute("DELETE FROM responses").rowcount
-        else:
-            provider, _, model = spec.partition("/")
-            removed = self._db.execute(
-                "DELETE FROM responses WHERE provider = ? AND model = ?", (provider, model)
-            ).rowcount
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self._db.execute("VACUUM")
+        """Remove every entry (or those of one ``provider/model``); the number removed.
+        ``CacheGarbled`` when the file turns out damaged past its header."""
+        if self.read_only:
+            raise LoomError(f"{self.path}: the response cache is read-only; nothing was removed")
+        try:
+            if spec is None:
+                removed = self._db.execute("DELETE FROM responses").rowcount
+            else:
+                provider, _, model = spec.partition("/")
+                removed = self._db.execute(
+                    "DELETE FROM responses WHERE provider = ? AND model = ?", (provider, model)
+                ).rowcount
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
+        except sqlite3.Error as err:
+            if _garbled(err):
+                raise CacheGarbled(self.path, str(err)) from None
+            raise LoomError(f"{self.path}: the response cache cannot be cleared ({err})") from None
         return int(removed)
 
     def close(self) -> None:

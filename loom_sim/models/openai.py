@@ -40,6 +40,7 @@ from loom_sim.models.base import (
 )
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.pricing import PriceTable, match_family
+from loom_sim.models.reply_limits import MAX_REPLY_BYTES
 from loom_sim.models.retry import AttemptFailed, RetryPolicy
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIClient", "schema_instruction"]
@@ -154,6 +155,7 @@ class OpenAIClient(HTTPModelClient):
         limiter: CallLimiter | None = None,
         prices: PriceTable | None = None,
         context_tokens: int | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         env = os.environ if env is None else env
         base = base_url or env.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
@@ -173,6 +175,7 @@ class OpenAIClient(HTTPModelClient):
             limiter=limiter,
             prices=prices,
             context_tokens=context_tokens,
+            max_reply_bytes=max_reply_bytes,
         )
         official = self.base_url == DEFAULT_OPENAI_BASE_URL
         self._official = official

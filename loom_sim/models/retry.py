@@ -6,6 +6,12 @@ same and a fix applies everywhere:
 
 * retryable: HTTP 408, 409, 429, 500, 502, 503, 504, 529 (and other 5xx except 501), read
   and connect timeouts, connection errors, a 200 whose body is not the API's JSON;
+* every reply has a deadline for the whole of it (:mod:`loom_sim.models.reply_limits`). A
+  server silent until the deadline — a long generation, a stuck request — is retried, but
+  only once (``max_timeouts``): each try costs the whole timeout, and five would hold one call
+  for five of them. A reply that had started (its headers had come) but was still arriving
+  when the deadline passed is not retried: the server or the path to it delivers at a
+  trickle, which a second try at the same server does not cure;
 * the wait is exponential backoff with *full jitter* — ``uniform(0, min(cap, base·2^(n-1)))``,
   which spreads 256 rollouts that failed together instead of having them retry in lockstep;
 * a server's ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` replaces the
@@ -39,7 +45,8 @@ import httpx
 import trio
 
 from loom_sim.core.header import redact_url
-from loom_sim.models.base import ModelError, ModelUnavailable, RetriesExhausted
+from loom_sim.models.base import BadModelReply, ModelError, ModelUnavailable, RetriesExhausted
+from loom_sim.models.reply_limits import ReplyDeadline, ReplyTooLarge
 
 __all__ = [
     "RETRYABLE_STATUS",
@@ -55,7 +62,7 @@ __all__ = [
 T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-FailureKind = Literal["status", "timeout", "connect", "malformed"]
+FailureKind = Literal["status", "timeout", "slow", "connect", "malformed"]
 
 
 class AttemptFailed(Exception):
@@ -104,11 +111,13 @@ class Faults:
         parts = []
         for spec in sorted(set(self.retried) | set(self.gave_up)):
             reasons = self.retried.get(spec, {})
-            text = f"{spec}: {sum(reasons.values())} retried"
+            counts = []
             if reasons:
-                text += " (" + ", ".join(f"{r} ×{n}" for r, n in sorted(reasons.items())) + ")"
-            if self.gave_up.get(spec):
-                text += f", {self.gave_up[spec]} failed after every retry"
+                listed = ", ".join(f"{r} ×{n}" for r, n in sorted(reasons.items()))
+                counts.append(f"{sum(reasons.values())} retried ({listed})")
+            if self.gave_up.get(spec):  # a trickling reply fails with no retry at all
+                counts.append(f"{self.gave_up[spec]} failed" + " after every retry" * bool(reasons))
+            text = f"{spec}: " + ", ".join(counts)
             parts.append(text)
         return "; ".join(parts)
 
@@ -126,6 +135,7 @@ class RetryPolicy:
     RNG, and the run's tally of :class:`Faults`)."""
 
     max_attempts: int = 5
+    max_timeouts: int = 2  # attempts of one call that may run out of time
     base_s: float = 0.5
     cap_s: float = 30.0
     retry_after_cap_s: float = 60.0
@@ -134,8 +144,8 @@ class RetryPolicy:
     faults: Faults = field(default_factory=Faults, repr=False)
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+        if self.max_attempts < 1 or self.max_timeouts < 1:
+            raise ValueError("max_attempts and max_timeouts must be at least 1")
 
     def backoff(self, attempt: int) -> float:
         """The wait after failed attempt number ``attempt`` (1-based), with full jitter."""
@@ -152,14 +162,18 @@ class RetryPolicy:
 
         ``AttemptFailed`` is retried; after the last attempt it becomes
         :class:`ModelUnavailable` (the last failure was a connection error) or
-        :class:`RetriesExhausted`. Any ``ModelError`` passes through at once.
+        :class:`RetriesExhausted`; so does the ``max_timeouts``-th attempt that timed out.
+        Any ``ModelError`` passes through at once.
         """
         number = 1
+        timeouts = 0
         while True:
             try:
                 return await attempt(), number
             except AttemptFailed as failure:
-                if number >= self.max_attempts:
+                timeouts += failure.kind == "timeout"
+                last = number >= self.max_attempts or timeouts >= self.max_timeouts
+                if last or failure.kind == "slow":
                     self.faults.give_up(spec)
                     raise _exhausted(spec, failure, number) from failure
                 self.faults.retry(spec, failure)
@@ -174,8 +188,11 @@ def _exhausted(spec: str, failure: AttemptFailed, attempts: int) -> ModelError:
             f"{spec} could not be reached after {tries} ({failure.reason}); "
             "check that the server is running and the base URL is right."
         )
+    if failure.kind in ("timeout", "slow"):
+        return RetriesExhausted(
+            f"{spec} failed {tries}: {failure.reason}; raise the timeout or check the server."
+        )
     advice = {
-        "timeout": "raise the timeout or check the server",
         "malformed": "check that the base URL points at a compatible API",
     }.get(failure.kind, "wait and retry, or lower the concurrency for this provider")
     return RetriesExhausted(f"{spec} failed {tries}, the last with {failure.reason}; {advice}.")
@@ -266,6 +283,13 @@ def status_error(
         return AttemptFailed(
             f"HTTP {status} ({words})", kind="status", retry_after=parse_retry_after(headers)
         )
+    if 300 <= status < 400:
+        place = " ".join(mask(headers.get("location") or "", secrets).split())[:200]
+        to = f" to {place}" if place else ""
+        return ModelError(
+            f"{spec}: the server at {base_url} answered HTTP {status}, a redirect{to}; "
+            "loom-sim does not follow redirects: use the final address if you trust it."
+        )
     detail = _server_message(body, secrets)
     said = f": {detail}" if detail else ""
     if status in (401, 403):
@@ -339,8 +363,13 @@ def transport_failure(
     exc: httpx.TransportError, *, spec: str, base_url: str, timeout_s: float
 ) -> AttemptFailed | ModelError:
     """An httpx transport error as a retryable failure with a plain reason (or, for a URL
-    that can never work, a final error)."""
+    that can never work or a reply past the size cap, a final error)."""
     base_url = redact_url(base_url) or base_url  # messages are written to disk: no credentials
+    if isinstance(exc, ReplyTooLarge):
+        where = "" if base_url in spec else f" from {base_url}"
+        return BadModelReply(f"{spec}: the reply{where} {exc.what}; loom-sim stopped reading it.")
+    if isinstance(exc, ReplyDeadline):
+        return AttemptFailed(exc.reason, kind="slow" if exc.started else "timeout")
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.ProxyError):
         return ModelError(
             f"{spec}: cannot send to {base_url} ({_os_reason(exc)}); check the base URL "

@@ -30,8 +30,9 @@ from loom_sim.errors import LoomError
 from loom_sim.harness.targets.base import AdapterContext, Exchange, TargetFatal
 from loom_sim.harness.targets.model import ChatSettings, Conversation, _since
 from loom_sim.models._http import HTTPPool, check_base_url
-from loom_sim.models.base import ModelError
+from loom_sim.models.base import BadModelReply, ModelError
 from loom_sim.models.openai import OpenAIClient
+from loom_sim.models.reply_limits import MAX_REPLY_BYTES
 from loom_sim.models.retry import AttemptFailed, RetryPolicy, status_error, transport_failure
 from loom_sim.plugins.adapters import adapter
 
@@ -57,6 +58,12 @@ class HttpSettings(ChatSettings):
         None, description="The environment variable holding a bearer token, if one is needed."
     )
     max_attempts: int = Field(3, ge=1, le=20, description="Tries per message (with backoff).")
+    max_reply_bytes: int = Field(
+        MAX_REPLY_BYTES,
+        ge=1024,
+        le=1 << 30,
+        description="Largest reply body read; past it the action failed and reading stops.",
+    )
 
     @field_validator("reply_field")
     @classmethod
@@ -143,6 +150,7 @@ class HttpAdapter:
                     retry=self._retry,
                     timeout_s=settings.reply_timeout_s,
                     context_tokens=1 << 20,
+                    max_reply_bytes=settings.max_reply_bytes,
                 )
             else:
                 self._pool = HTTPPool(check_base_url(self._label, self.url), max_connections=2)
@@ -168,7 +176,9 @@ class HttpAdapter:
         headers = {"Content-Type": "application/json", **settings.headers}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
-        target = self._pool.target(self.url, headers, settings.reply_timeout_s)
+        target = self._pool.target(
+            self.url, headers, settings.reply_timeout_s, settings.max_reply_bytes
+        )
         secrets = (self._key,) if self._key else ()
 
         async def attempt() -> bytes:
@@ -197,6 +207,8 @@ class HttpAdapter:
             content, attempts = await self._retry.run(self._label, attempt)
         except AttemptFailed as exc:  # pragma: no cover - run() turns these into ModelError
             raise TargetFatal(f"the {self._label} failed: {exc}") from None
+        except BadModelReply as exc:  # a reply past the size cap: this action failed
+            return Exchange("", "complete", _since(started), error=str(exc))
         except ModelError as exc:
             raise TargetFatal(f"the {self._label} failed: {exc}") from None
         try:

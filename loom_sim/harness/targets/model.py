@@ -4,6 +4,10 @@ for every other model call.
 
 A model keeps no state between calls, so the adapter keeps the conversation: the exchanges so
 far (rebuilt from the session's records when it resumes) go with every request.
+
+``reply_timeout_s`` is the deadline for the whole reply, retries included: the hub's client
+has its own per-attempt deadline (``--timeout``), but the target's setting is what the pack
+promises, so a reply that has not come by then is a failed action, however the time went.
 """
 
 from __future__ import annotations
@@ -126,7 +130,13 @@ class ModelAdapter:
 
     async def receive(self) -> Exchange:
         text = self.conversation.take()
-        return await self.conversation.exchange(self._client, text, f"model {self.settings.spec}")
+        limit = self.settings.reply_timeout_s
+        with trio.move_on_after(limit):
+            return await self.conversation.exchange(
+                self._client, text, f"model {self.settings.spec}"
+            )
+        why = f"the model {self.settings.spec} gave no reply within {limit:g} s (reply_timeout_s)"
+        return Exchange("", "timeout", limit, error=why)
 
     async def close(self) -> None:
         return None  # the hub owns the client
