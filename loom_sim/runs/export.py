@@ -228,7 +228,9 @@ def write_rows(
     buffer = io.StringIO(newline="")
     count = 0
     if fmt == "csv":
-        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        # CRLF, as RFC 4180 and spreadsheets have it: the csv module quotes a cell holding any
+        # character of the line terminator, so a lone CR inside a message stays in its cell.
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\r\n")
         writer.writeheader()
         for row in rows:
             writer.writerow(
