@@ -40,6 +40,7 @@ from loom_sim.store.artifacts import (
 )
 from loom_sim.store.distribution import Shard
 from loom_sim.store.matrix_file import CellRef, MatrixRecord, read_any, single_run_cells
+from loom_sim.store.records import TurnRecord
 from loom_sim.store.run_file import RUN_FILE, RunRecord, read_run
 
 __all__ = ["Merged", "merge_shards", "verify_cell"]
@@ -224,7 +225,7 @@ def verify_cell(cell: CellRef, shard_dir: Path, plan: RunRecord) -> None:
             if (Path(folder) / name).is_symlink():
                 raise refuse(f"holds a link ({name}); a cell's files are its own")
     try:
-        turns = TurnLog(source / TURNS_FILE).read()
+        turns: list[TurnRecord] = TurnLog(source / TURNS_FILE).read()
         transcript = (
             read_transcript(source / TRANSCRIPT_FILE)
             if (source / TRANSCRIPT_FILE).is_file()
