@@ -11,28 +11,30 @@ page, quickly, and never hang: a command that does not answer in 30 s fails the 
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import http.client
 import json
 import os
-import re
-import resource
 import shutil
 import signal
-import subprocess
-import sys
+import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from servers import free_port
+from hostile_support import (
+    CPU_LIMIT_S,
+    HANG_S,
+    Outcome,
+    Reply,
+    assert_plain_page,
+    cpu_s,
+    get,
+    loom,
+    refused,
+    serving,
+)
 
-LOOM_SIM = Path(sys.executable).parent / "loom-sim"
-HANG_S = 30.0
-CPU_LIMIT_S = 5.0
 SCRIPTED = [
     "--persona-model",
     "scripted/varied",
@@ -42,52 +44,6 @@ SCRIPTED = [
     "scripted/echo",
 ]
 SECRET = "SECRET-OUTSIDE-THE-RESULTS-FOLDER"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    code: int
-    stdout: str
-    stderr: str
-    cpu_s: float
-
-    @property
-    def text(self) -> str:
-        return self.stdout + self.stderr
-
-
-def loom(*args: str, cwd: Path | None = None) -> Outcome:
-    """The real ``loom-sim``, bounded: a hang is a failure, not a stuck CI job."""
-    env = {k: v for k, v in os.environ.items() if k != "LOOM_SIM_DEBUG"}
-    env["COLUMNS"] = "200"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    try:
-        proc = subprocess.run(
-            [str(LOOM_SIM), *args],
-            capture_output=True,
-            text=True,
-            timeout=HANG_S,
-            env=env,
-            cwd=cwd,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"loom-sim {' '.join(args)} hung (no answer in {HANG_S:g} s)")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Outcome(proc.returncode, proc.stdout, proc.stderr, cpu)
-
-
-def refused(outcome: Outcome, *expected: str) -> str:
-    """Non-zero, one line on stderr, no traceback, little work; returns the line."""
-    assert outcome.code != 0, outcome.text
-    assert "Traceback" not in outcome.text and "internal error" not in outcome.text, outcome.text
-    assert outcome.cpu_s < CPU_LIMIT_S, f"took {outcome.cpu_s:.1f} s of CPU"
-    lines = outcome.stderr.strip().splitlines()
-    assert len(lines) == 1, f"expected one line, got:\n{outcome.text}"
-    for fragment in expected:
-        assert re.search(fragment, lines[0]), f"{fragment!r} not in {lines[0]!r}"
-    return lines[0]
 
 
 def made(out: Path, *extra: str) -> Path:
@@ -342,71 +298,6 @@ def test_merge_of_untouched_shards_still_merges(shards, tmp_path):
 # ─── the viewer ─────────────────────────────────────────────────────────────
 
 
-@contextlib.contextmanager
-def serving(
-    root: Path, *args: str, address: str = "127.0.0.1"
-) -> Iterator[tuple[int, subprocess.Popen]]:
-    """``loom-sim serve ROOT`` on a free loopback port, answering before it is yielded;
-    stopped (and waited for) when the block ends."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(LOOM_SIM), "serve", str(root), "--port", str(port), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + HANG_S
-        while True:  # until it answers (or has died, or the deadline passes)
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                get(port, "/static/viewer.css", address=address)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "serve never answered"
-                time.sleep(0.05)
-        yield port, proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=HANG_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: str
-
-
-def get(
-    port: int,
-    path: str,
-    host: str | None = None,
-    timeout: float = HANG_S,
-    address: str = "127.0.0.1",
-) -> Reply:
-    conn = http.client.HTTPConnection(address, port, timeout=timeout)
-    try:
-        conn.putrequest("GET", path, skip_host=True)
-        conn.putheader("Host", f"{address}:{port}" if host is None else host)
-        conn.endheaders()
-        reply = conn.getresponse()
-        body = reply.read().decode("utf-8", "replace")
-        return Reply(reply.status, {k.lower(): v for k, v in reply.getheaders()}, body)
-    finally:
-        conn.close()
-
-
-def assert_plain_page(reply: Reply, status: int) -> None:
-    assert reply.status == status, (reply.status, reply.body[:500])
-    assert "content-security-policy" in reply.headers and "x-content-type-options" in reply.headers
-    assert "Traceback" not in reply.body and "Internal Server Error" not in reply.body
-
-
 @pytest.fixture
 def outside(base, tmp_path) -> Path:
     """A run beside the results folder (not in it) whose texts hold a secret."""
@@ -498,6 +389,8 @@ def test_links_to_folders_with_hash_and_question_marks_work(base, tmp_path):
         run = get(port, "/run/a%23b%3Fc%20d%25")
         assert run.status == 200 and 'href="/rollout/a%23b%3Fc%20d%25/rollout_000"' in run.body
         assert get(port, "/rollout/a%23b%3Fc%20d%25/rollout_000").status == 200
+        compared = get(port, "/compare?run=a%23b%3Fc%20d%25")
+        assert compared.status == 200 and 'href="/run/a%23b%3Fc%20d%25"' in compared.body
 
 
 def _long_rollout(run: Path, turns: int) -> None:
@@ -551,12 +444,6 @@ def test_an_absurd_count_leaves_the_viewer_answering_and_stoppable(base, tmp_pat
         proc.wait(timeout=HANG_S)
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU time a process has used so far (user + system), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @pytest.mark.slow
 def test_a_slow_page_holds_up_neither_other_requests_nor_a_stop(base, tmp_path):
     """While the viewer makes a page that takes seconds of CPU (a comparison of a run of 2,000
@@ -574,8 +461,6 @@ def test_a_slow_page_holds_up_neither_other_requests_nor_a_stop(base, tmp_path):
             os.link(base["run"] / "rollout_000" / name, cell / name)
     heavy_path = "/compare?" + "&".join(["run=big"] * 12)
     with serving(root) as (port, proc):
-        import threading
-
         outcome: dict[str, object] = {}
         done = threading.Event()
 
@@ -586,10 +471,10 @@ def test_a_slow_page_holds_up_neither_other_requests_nor_a_stop(base, tmp_path):
                 outcome["error"] = err
             done.set()
 
-        before = _cpu_s(proc.pid)
+        before = cpu_s(proc.pid)
         threading.Thread(target=heavy, daemon=True).start()
         deadline = time.monotonic() + HANG_S
-        while _cpu_s(proc.pid) - before < 0.3:  # the server is at work on the heavy page
+        while cpu_s(proc.pid) - before < 0.3:  # the server is at work on the heavy page
             assert not done.is_set() and time.monotonic() < deadline, outcome
             time.sleep(0.01)
         assert get(port, "/static/viewer.css").status == 200
