@@ -44,6 +44,7 @@ from loom_sim.store.run_file import (
     Budgets,
     Rollouts,
     RunRecord,
+    check_counts,
     read_raw,
     read_run,
 )
@@ -186,6 +187,7 @@ def read_matrix(run_dir: Path) -> MatrixRecord:
     raw = read_raw(path)
     if raw.get("kind") != MATRIX_KIND:
         raise LoomError(f"{run_dir}: a single run, not a matrix run")
+    check_counts(path, raw)
     try:
         record = _DECODER.decode(msgspec.json.encode(raw))
     except msgspec.ValidationError as err:

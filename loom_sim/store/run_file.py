@@ -195,6 +195,17 @@ def read_raw(path: Path) -> dict[str, Any]:
     return raw
 
 
+def check_counts(path: Path, raw: dict[str, Any]) -> None:
+    """A planned count out of bounds, said plainly (the decoder would say it in its terms)."""
+    for key, bound in (("rollouts", MAX_ROLLOUTS), ("turns", MAX_TURNS)):
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= bound:
+            raise LoomError(
+                f"{path}: {key} is {value:,}, which no run plans (at most {bound:,}); "
+                "this run.json was edited or damaged"
+            )
+
+
 def read_run(run_dir: Path) -> RunRecord:
     """The run in ``run_dir``; one plain sentence naming the file when it is not usable."""
     path = run_dir / RUN_FILE
@@ -209,6 +220,7 @@ def read_run(run_dir: Path) -> RunRecord:
             "or use a command that reads whole matrices (run --resume, score, report, "
             "compare, export, serve)"
         )
+    check_counts(path, raw)
     try:
         return _DECODER.decode(msgspec.json.encode(migrate(raw)))
     except msgspec.ValidationError as err:
