@@ -416,6 +416,8 @@ def test_a_long_rollout_is_shown_a_page_at_a_time(base, tmp_path):
         assert (
             get(port, "/rollout/run/rollout_000?page=99").body.count('<section class="turn"') == 20
         )
+        for odd in ("0", "-1", "x", "%C2%B2", "9" * 30):  # the nearest page, never a failure
+            assert get(port, f"/rollout/run/rollout_000?page={odd}").status == 200, odd
 
 
 def test_a_rollout_too_large_to_show_is_refused_unparsed(base, tmp_path):

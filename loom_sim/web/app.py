@@ -80,7 +80,7 @@ def _url(path: str) -> str:
 
 def _page_number(request: Request) -> int:
     text = request.query_params.get("page", "1")
-    return int(text) if text.isdigit() and len(text) < 9 else 1
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 9 else 1
 
 
 def _host(header: str) -> str:
