@@ -260,6 +260,17 @@ TAMPER = {
         s["other"] / "rollout_002" / "transcript.json",
         s["shard1"] / "rollout_002" / "transcript.json",
     ),
+    "foreign turns.jsonl in an unfinished cell": lambda s: (
+        (s["shard1"] / "rollout_002" / "transcript.json").unlink(),
+        shutil.copy(
+            s["other"] / "rollout_002" / "turns.jsonl", s["shard1"] / "rollout_002" / "turns.jsonl"
+        ),
+    ),
+    "unfinished cells swapped": lambda s: (
+        (s["shard1"] / "rollout_000" / "transcript.json").unlink(),
+        (s["shard1"] / "rollout_002" / "transcript.json").unlink(),
+        _swap(s["shard1"] / "rollout_000", s["shard1"] / "rollout_002"),
+    ),
     "cells swapped": lambda s: _swap(s["shard1"] / "rollout_000", s["shard1"] / "rollout_002"),
     "duplicated turn line": lambda s: _edit_turns(
         s["shard1"] / "rollout_002", lambda x: x[:2] + x[1:]

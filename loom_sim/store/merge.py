@@ -253,27 +253,56 @@ def verify_cell(cell: CellRef, shard_dir: Path, plan: RunRecord) -> None:
                 )
         if [_said(t) for t in transcript.turns] != [_said(t) for t in turns]:
             raise refuse(f"has a {TURNS_FILE} that is not its transcript's turns")
-    trace_rollout = _trace_rollout(source / TRACE_FILE)
-    if trace_rollout is not None and trace_rollout != source.name:
-        raise refuse(f"has the trace of {trace_rollout}")
+    trace = _read_trace(source / TRACE_FILE)
+    if trace.rollout is not None and trace.rollout != source.name:
+        raise refuse(f"has the trace of {trace.rollout}")
+    for record in turns:
+        sent = trace.sent.get(record.turn)
+        if sent and record.persona not in sent:
+            raise refuse(f"has a {TURNS_FILE} whose turn {record.turn} is not in its trace")
 
 
 def _said(record: Any) -> tuple[int, str, str]:
     return (record.turn, record.persona, record.interlocutor)
 
 
-class _TraceHead(msgspec.Struct):
+class _Body(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+
+
+class _Line(msgspec.Struct):
     rollout: str
+    turn: int
+    body: _Body
 
 
-def _trace_rollout(path: Path) -> str | None:
-    """The rollout named by the trace's first envelope (None: no trace, or not readable)."""
+@dataclass
+class _Trace:
+    rollout: str | None = None  # the rollout its first envelope names
+    sent: dict[int, set[str]] = field(default_factory=dict)  # turn -> persona messages sent
+
+
+def _read_trace(path: Path) -> _Trace:
+    """What a cell's trace says the cell did: its rollout, and each turn's persona message as
+    sent to the responder (every attempt: a resumed turn was sent again). Lines that do not
+    decode (a torn last one) are passed over: the trace checks the turns, not itself."""
+    found = _Trace()
+    decoder = msgspec.json.Decoder(_Line)
     try:
         with path.open("rb") as fh:
-            line = fh.readline(1 << 20)
-        return msgspec.json.decode(line, type=_TraceHead).rollout
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return None
+            for line in fh:
+                try:
+                    envelope = decoder.decode(line)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if found.rollout is None:
+                    found.rollout = envelope.rollout
+                if envelope.body.type == "Respond" and envelope.body.text is not None:
+                    found.sent.setdefault(envelope.turn, set()).add(envelope.body.text)
+    except OSError:
+        pass
+    return found
 
 
 def _executions(records: list[RunRecord | MatrixRecord]) -> list[Any]:
