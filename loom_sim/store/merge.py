@@ -15,8 +15,9 @@ Every cell is checked against the plan before anything is written (:func:`verify
 shard folder is files anyone can copy, link or edit, and a merged run is read as one process's
 work. A cell must be the shard's own folder (no link to another run's), its transcript must be
 the cell's (rollout, index, seed, config, models), its ``turns.jsonl`` must run 0, 1, 2... with
-no line duplicated or missing and be the transcript's turns, and its trace must be the cell's.
-The first cell that is not is refused, by name, and nothing is merged.
+no line duplicated or missing and be the transcript's turns, and its trace must be the cell's
+and show each turn's persona message sent. The first cell that is not is refused, by name, and
+nothing is merged.
 """
 
 from __future__ import annotations
