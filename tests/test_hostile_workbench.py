@@ -431,6 +431,25 @@ def test_a_long_rollout_is_shown_a_page_at_a_time(base, tmp_path):
             assert get(port, f"/rollout/run/rollout_000?page={odd}").status == 200, odd
 
 
+def test_a_run_of_many_rollouts_is_shown_a_page_at_a_time(base, tmp_path):
+    """250 rollouts started of 300 planned: 200 rows a page, the 50 not started counted."""
+    root = results_with(base, tmp_path, "run")
+    set_record(root / "run", rollouts=300)
+    for n in range(2, 250):
+        cell = root / "run" / f"rollout_{n:03d}"
+        cell.mkdir()
+        for name in ("turns.jsonl", "transcript.json"):
+            os.link(root / "run" / "rollout_000" / name, cell / name)
+    with serving(root) as (port, _):
+        first = get(port, "/run/run")
+        assert first.body.count('<tr class="rollout status-done"') == 200
+        assert "50 more planned rollouts not started" in first.body
+        assert "page 1 of 2" in first.body and 'href="?page=2"' in first.body
+        second = get(port, "/run/run?page=2")
+        assert second.body.count('<tr class="rollout status-done"') == 50
+        assert 'href="/rollout/run/rollout_249"' in second.body
+
+
 def test_a_rollout_too_large_to_show_is_refused_unparsed(base, tmp_path):
     root = results_with(base, tmp_path, "run")
     turns = root / "run" / "rollout_000" / "turns.jsonl"
