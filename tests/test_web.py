@@ -53,7 +53,7 @@ def site(tmp_path_factory):
 async def client(site):
     app = create_app(site["root"], poll_s=0.05, lifetime=20)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         yield http
 
 
@@ -159,7 +159,7 @@ async def test_a_live_run_streams_each_change_until_it_is_done(site):
     app = create_app(root, poll_s=0.05, lifetime=20)
     transport = httpx.ASGITransport(app=app)
     got: dict = {}
-    async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         page = await http.get("/rollout/live/rollout_001")
         assert 'data-live="/events/live?since=' in page.text
         assert page.text.count('<section class="turn"') == 1

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from loom_sim.errors import LoomError
 from loom_sim.runs.export import FORMATS, rollout_rows, turn_rows, write_rows
 from loom_sim.runs.load import load_results
 
@@ -39,6 +40,11 @@ from loom_sim.runs.load import load_results
 def export(run_dirs: tuple[Path, ...], fmt: str, rows: str, output: Path | None) -> None:
     """Write a run's turns and rollouts as flat rows for pandas or a spreadsheet: config,
     target, turn, phase, intensities, every score (with its state), tokens and cost."""
+    if output is not None and str(output) == "-" and rows == "both":
+        raise LoomError(
+            "-o - writes one table to stdout: add --rows turns or --rows rollouts "
+            "(or give a folder for both files)"
+        )
     results = [load_results(d) for d in run_dirs]
     tables = {"turns": turn_rows, "rollouts": rollout_rows}
     wanted = ["turns", "rollouts"] if rows == "both" else [rows]

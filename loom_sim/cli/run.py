@@ -46,6 +46,7 @@ from loom_sim.rollout.runtime.run import (
 from loom_sim.rollout.runtime.shards import shard_matrix, shard_run
 from loom_sim.store.distribution import Shard, parse_shard
 from loom_sim.store.jsonl import WriteFailed
+from loom_sim.store.run_file import MAX_ROLLOUTS, MAX_TURNS
 
 if TYPE_CHECKING:
     from loom_sim.executors import Executor
@@ -107,10 +108,16 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 @click.command()
 @click.argument("config_paths", metavar="CONFIG...", nargs=-1, type=click.Path(path_type=str))
 @click.option(
-    "--turns", "-n", type=click.IntRange(min=1), help="Turns per rollout (default: expected_turns)."
+    "--turns",
+    "-n",
+    type=click.IntRange(1, MAX_TURNS),
+    help="Turns per rollout (default: expected_turns).",
 )
 @click.option(
-    "--rollouts", "-r", type=click.IntRange(min=1), help="Independent rollouts (default 1)."
+    "--rollouts",
+    "-r",
+    type=click.IntRange(1, MAX_ROLLOUTS),
+    help="Independent rollouts (default 1).",
 )
 @click.option("--seed", type=int, help="Fixes every random choice (default: random, recorded).")
 @click.option(

@@ -1,19 +1,37 @@
 """``loom-sim serve [RESULTS_DIR]``: browse runs in a browser, read-only, on 127.0.0.1.
 
 The viewer (:mod:`loom_sim.web`) is a starlette app served by uvicorn. It listens on the
-loopback interface unless told otherwise, writes nothing, and serves only files under
-RESULTS_DIR.
+loopback interface unless told otherwise, answers only requests addressed to a loopback name
+(or to the ``--host`` given), writes nothing, and serves only files under RESULTS_DIR.
+
+Stopping (Ctrl-C or SIGTERM) waits a moment for requests in flight, then ends the process at
+once: a page still being made in a worker thread is abandoned, which loses nothing because
+the viewer writes nothing.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import sys
 from pathlib import Path
 
 import click
 
 from loom_sim.errors import LoomError
+
+STOP_WITHIN_S = 2  # requests in flight are given this long when the server is told to stop
+
+
+def _names(host: str) -> frozenset[str] | None:
+    """The ``Host`` names the viewer answers: the loopback names, and ``host`` when it is a
+    name or address of its own; None (any) when it listens on every interface."""
+    from loom_sim.web.app import LOOPBACK_HOSTS
+
+    if host in ("0.0.0.0", "::", ""):
+        return None
+    return LOOPBACK_HOSTS | {host.lower().strip("[]")}
 
 
 def _loopback(host: str) -> bool:
@@ -62,6 +80,20 @@ def serve(results_dir: Path, port: int, host: str) -> None:
         raise LoomError(
             f"cannot listen on {host}:{port} ({err.strerror or err}); choose another --port"
         ) from None
-    app = create_app(results_dir)
+    app = create_app(results_dir, hosts=_names(host))
     click.echo(f"serving {results_dir.resolve()} at http://{host}:{port}/ (Ctrl-C stops)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    try:
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=STOP_WITHIN_S,
+        )
+    except KeyboardInterrupt:  # the signal uvicorn stopped on, raised again once it stopped
+        pass
+    click.echo("stopped", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # not waiting on a worker thread still making an abandoned page

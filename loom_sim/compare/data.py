@@ -30,6 +30,7 @@ order.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from typing import Any
 
 from loom_sim.errors import LoomError
 from loom_sim.intervals import ALPHA, Interval, bootstrap_difference, bootstrap_mean, rate
+from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.data import EMBEDDED_JUDGE, EMBEDDED_NOTICE, SCRIPTED_NOTICE
 from loom_sim.runs.load import RolloutResult, RunResults, load_results
 from loom_sim.runs.scores import higher_is_better, rollout_value, scorer_names, turn_value
@@ -101,6 +103,21 @@ def parse_rate(text: str) -> RateSpec:
     if by_turn is not None and int(by_turn) < 1:
         raise LoomError(f"--rate {text!r}: @K counts turns from 1")
     return RateSpec(scorer, op, value, int(by_turn) if by_turn else None)
+
+
+def _check_rates(rates: Sequence[RateSpec], scorers: list[str]) -> None:
+    """A rate on a scorer that neither the runs hold nor loom-sim knows (a typo) would be an
+    empty column, read as "no rollout passed": refused, naming the scorers there are."""
+    known = list(dict.fromkeys([*scorers, *SCORERS.names()]))
+    for spec in rates:
+        if spec.scorer in known:
+            continue
+        close = difflib.get_close_matches(spec.scorer, known, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise LoomError(
+            f"--rate {spec.name!r}: no scorer named {spec.scorer!r}; {hint}"
+            f"the scorers are: {', '.join(scorers or known)}"
+        )
 
 
 # ─── grouping ───────────────────────────────────────────────────────────────
@@ -222,7 +239,7 @@ def build_compare(
     results = [r if isinstance(r, RunResults) else load_results(Path(r)) for r in run_dirs]
     if not results:
         raise LoomError("compare needs at least one run directory")
-    every = [r for run in results for r in run.rollouts]
+    every = [r for run in results for r in run.rollouts]  # the cells that started
     rollouts = [r for r in every if r.transcript.turns]
     if not rollouts:
         raise LoomError(
@@ -234,6 +251,7 @@ def build_compare(
     configs = list(dict.fromkeys(r.config for r in rollouts))
     targets = list(dict.fromkeys(variant[id(r)] for r in rollouts))
     scorers = scorer_names(r.transcript for r in rollouts)
+    _check_rates(rates, scorers)
     groups: dict[str, dict[str, list[RolloutResult]]] = {}
     for r in rollouts:
         groups.setdefault(r.config, {}).setdefault(variant[id(r)], []).append(r)
@@ -286,7 +304,7 @@ def build_compare(
         "differences": differences,
         "curves": curves,
         "judges": judges,
-        "notices": _notices(judges, every, rollouts, scorers),
+        "notices": _notices(judges, results, rollouts, scorers),
     }
 
 
@@ -310,6 +328,13 @@ def _rate(outcomes: list[bool | None]) -> dict[str, Any]:
     return {**found.to_dict(), "successes": sum(judged), "no_value": len(outcomes) - len(judged)}
 
 
+def _statuses(run: RunResults) -> dict[str, int]:
+    found = _count(r.status for r in run.rollouts)
+    if run.pending:
+        found["pending"] = run.pending
+    return dict(sorted(found.items()))
+
+
 def _run_entry(run: RunResults) -> dict[str, Any]:
     return {
         "dir": run.name,
@@ -318,13 +343,13 @@ def _run_entry(run: RunResults) -> dict[str, Any]:
         "seed": run.record.seed,
         "configs": run.configs,
         "targets": run.targets,
-        "cells": len(run.rollouts),
-        "statuses": _count(r.status for r in run.rollouts),
+        "cells": run.cells,
+        "statuses": _statuses(run),
     }
 
 
 def _notices(
-    judges: list[str], every: list[RolloutResult], used: list[RolloutResult], scorers: list[str]
+    judges: list[str], results: list[RunResults], used: list[RolloutResult], scorers: list[str]
 ) -> list[str]:
     notices = []
     if not scorers:
@@ -338,11 +363,18 @@ def _notices(
             f"Rollouts were scored by different judges ({', '.join(judges)}): a difference may "
             "be the judges'."
         )
-    unfinished = [r for r in every if r.status != "done"]
-    if unfinished:
+    cells = sum(run.cells for run in results)
+    unfinished = {
+        status: count
+        for run in results
+        for status, count in _statuses(run).items()
+        if status != "done"
+    }
+    waiting = cells - sum(_statuses(run).get("done", 0) for run in results)
+    if waiting:
         notices.append(
-            f"{len(unfinished)} of {len(every)} rollouts are not done "
-            f"({', '.join(sorted({r.status for r in unfinished}))}); "
+            f"{waiting} of {cells} rollouts are not done "
+            f"({', '.join(sorted(unfinished))}); "
             f"{len(used)} with turns are compared."
         )
     return notices

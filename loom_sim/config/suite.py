@@ -46,8 +46,10 @@ class SuiteSpec(BaseModel):
         description="Models under evaluation, as provider/name specs (default: each "
         "config's interlocutor).",
     )
-    rollouts: int = Field(1, ge=1, description="Rollouts per (config, target).")
-    turns: int | None = Field(None, ge=1, description="Turns per rollout (default: expected).")
+    rollouts: int = Field(1, ge=1, le=100_000, description="Rollouts per (config, target).")
+    turns: int | None = Field(
+        None, ge=1, le=100_000, description="Turns per rollout (default: expected)."
+    )
     seed: int | None = Field(None, description="Fixes every random choice.")
     models: dict[str, str] = Field(
         default_factory=dict,

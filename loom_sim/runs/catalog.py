@@ -16,8 +16,10 @@ in the last :data:`ACTIVE_WITHIN` seconds.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from loom_sim.runs.load import RunResults, load_results
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.run_file import RUN_FILE
 
-__all__ = ["ACTIVE_WITHIN", "STATUSES", "RunSummary", "find_runs", "summarise_run"]
+__all__ = ["ACTIVE_WITHIN", "STATUSES", "RunSummary", "find_runs", "parse_since", "summarise_run"]
 
 ACTIVE_WITHIN = 30.0
 STATUSES = ("complete", "partial", "failed", "unreadable")
@@ -111,13 +113,15 @@ def _mtime(results: RunResults) -> float:
 
 
 def summarise_run(run_dir: Path, root: Path | None = None) -> RunSummary:
-    """One run's line; an unreadable run is a line saying why, not an exception."""
+    """One run's line; an unreadable run is a line saying why, not an exception. With
+    ``root``, a run with a link leading outside it is unreadable (nothing is read through it).
+    """
     rel = str(run_dir.relative_to(root)) if root is not None else run_dir.name
     try:
-        results = load_results(run_dir)
+        results = load_results(run_dir, within=root)
     except LoomError as err:
         try:
-            mtime = (run_dir / RUN_FILE).stat().st_mtime
+            mtime = (run_dir / RUN_FILE).lstat().st_mtime
         except OSError:
             mtime = 0.0
         return RunSummary(
@@ -129,7 +133,7 @@ def summarise_run(run_dir: Path, root: Path | None = None) -> RunSummary:
     failed = sum(1 for r in rollouts if r.status == "error")
     costs = [r.transcript.cost_usd for r in rollouts if r.transcript.turns]
     cost = None if any(c is None for c in costs) else round(sum(costs), 6)  # type: ignore[arg-type]
-    status = "complete" if done == len(rollouts) else "failed" if failed else "partial"
+    status = "complete" if done == results.cells else "failed" if failed else "partial"
     judges = sorted(
         {r.transcript.scores.judge for r in rollouts if r.transcript.scores is not None}
     )
@@ -140,11 +144,11 @@ def summarise_run(run_dir: Path, root: Path | None = None) -> RunSummary:
         created_at=results.created_at,
         configs=results.configs,
         targets=results.targets,
-        cells=len(rollouts),
+        cells=results.cells,
         done=done,
         failed=failed,
         turns=sum(len(r.transcript.turns) for r in rollouts),
-        planned_turns=sum(r.arm.record.turns for r in rollouts),
+        planned_turns=results.planned_turns,
         cost_usd=cost,
         status=status,
         last_activity=_mtime(results),
@@ -156,19 +160,47 @@ def summarise_run(run_dir: Path, root: Path | None = None) -> RunSummary:
 
 def _run_dirs(root: Path) -> list[Path]:
     """Run folders in ``root`` and one level down; a link leading outside ``root`` is not
-    followed (the viewer serves nothing outside its folder, so it lists nothing there)."""
+    followed (the viewer serves nothing outside its folder, so it lists nothing there). A
+    ``run.json`` of any kind counts — a folder, a FIFO or a link to a device is a run listed
+    as unreadable, not skipped — and a run reached twice (a link to it, a loop of links) is
+    listed once, under its own path when it has one."""
     base = root.resolve()
 
     def inside(path: Path) -> bool:
-        return path.is_dir() and path.resolve().is_relative_to(base)
+        try:
+            return path.is_dir() and path.resolve().is_relative_to(base)
+        except (OSError, RuntimeError):  # a loop of links
+            return False
+
+    def holds_run(path: Path) -> bool:
+        return os.path.lexists(path / RUN_FILE)
 
     found = []
     for child in sorted(p for p in root.iterdir() if not p.name.startswith(".") and inside(p)):
-        if (child / RUN_FILE).is_file():
+        if holds_run(child):
             found.append(child)
             continue
-        found += [g for g in sorted(child.iterdir()) if inside(g) and (g / RUN_FILE).is_file()]
-    return found
+        try:
+            grouped = sorted(child.iterdir())
+        except OSError:
+            continue
+        found += [g for g in grouped if inside(g) and holds_run(g)]
+    by_real: dict[Path, Path] = {}
+    for path in sorted(found, key=lambda p: (p.resolve() != base / p.relative_to(root), p)):
+        by_real.setdefault(path.resolve(), path)
+    return sorted(by_real.values())
+
+
+def parse_since(text: str) -> str:
+    """``--since``: an ISO date or time (compared with each run's creation time, which is
+    ISO), checked so that a word like ``yesterday`` is refused rather than matching nothing."""
+    try:
+        datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise LoomError(
+            f"--since {text!r}: give an ISO date or time, e.g. 2025-06-01 or 2025-06-01T14:30"
+        ) from None
+    return text.strip()
 
 
 def find_runs(
@@ -184,6 +216,8 @@ def find_runs(
     time, compared with the run's creation time)."""
     if not root.is_dir():
         raise LoomError(f"{root}: no such results folder")
+    if since:
+        since = parse_since(since)
     runs = [summarise_run(d, root) for d in _run_dirs(root)]
     if config:
         runs = [r for r in runs if any(config.lower() in c.lower() for c in r.configs)]

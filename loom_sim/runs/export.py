@@ -5,6 +5,12 @@ The columns are documented in ``docs/workbench.md`` (:data:`TURN_COLUMNS`,
 every column written is documented. Every row of a file has the same columns, in the same
 order: the union of the scorers (registry order) and dimensions of every run exported. A
 value that does not exist is empty in CSV and ``null`` in JSONL, never 0.
+
+A CSV file is opened in spreadsheets, which run a cell beginning with ``=``, ``+``, ``-`` or
+``@`` (or a tab or carriage return before one) as a formula; messages are model output, so a
+persona's ``=HYPERLINK(...)`` would be a live link. In CSV such a text cell is written with a
+single quote in front, as spreadsheet users expect; numbers are written as they are, and
+JSONL, read by programs, keeps every text exactly.
 """
 
 from __future__ import annotations
@@ -172,7 +178,7 @@ def rollout_rows(results: list[RunResults]) -> tuple[list[str], Iterator[dict[st
 
     def rows() -> Iterator[dict[str, Any]]:
         for run in results:
-            for rollout in run.rollouts:
+            for rollout in run.every_cell():  # pending cells made one at a time, as written
                 t = rollout.transcript
                 usage = (
                     _usage(t.usage.values())
@@ -201,6 +207,17 @@ def rollout_rows(results: list[RunResults]) -> tuple[list[str], Iterator[dict[st
     return columns, rows()
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a text starting like a formula gets a leading
+    single quote; anything else (numbers included) is left as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def write_rows(
     columns: list[str], rows: Iterable[dict[str, Any]], path: Path | None, fmt: str
 ) -> int:
@@ -211,10 +228,14 @@ def write_rows(
     buffer = io.StringIO(newline="")
     count = 0
     if fmt == "csv":
-        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        # CRLF, as RFC 4180 and spreadsheets have it: the csv module quotes a cell holding any
+        # character of the line terminator, so a lone CR inside a message stays in its cell.
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\r\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in columns})
+            writer.writerow(
+                {k: "" if row.get(k) is None else spreadsheet_safe(row.get(k)) for k in columns}
+            )
             count += 1
     else:
         for row in rows:

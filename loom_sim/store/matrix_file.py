@@ -25,6 +25,7 @@ targets' scores comparable pair by pair.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,12 @@ from loom_sim.store.distribution import Execution, Shard
 from loom_sim.store.run_file import (
     FORMAT_VERSION,
     MATRIX_KIND,
+    MAX_ROLLOUTS,
     RUN_FILE,
     Budgets,
+    Rollouts,
     RunRecord,
+    check_counts,
     read_raw,
     read_run,
 )
@@ -54,6 +58,8 @@ __all__ = [
     "is_matrix",
     "read_any",
     "read_matrix",
+    "run_target",
+    "single_run_cell",
     "single_run_cells",
 ]
 
@@ -84,7 +90,7 @@ class MatrixRecord(msgspec.Struct, kw_only=True):
     loom_sim_version: str
     created_at: str
     seed: int
-    rollouts: int  # per arm
+    rollouts: Rollouts  # per arm
     concurrency: int = 4  # cells running at once, across all arms
     configs: list[str]  # the configs' names, in order
     config_paths: list[str]
@@ -107,21 +113,20 @@ class MatrixRecord(msgspec.Struct, kw_only=True):
     def cells(self) -> list[CellRef]:
         """Every cell, rollout-major: rollout 0 of every arm, then rollout 1... so a run cut
         short by a budget, or the first cells a scheduler hands out, cover every arm evenly."""
-        found: list[CellRef] = []
-        for rollout in range(self.rollouts):
-            for arm in self.arms:
-                found.append(
-                    CellRef(
-                        id=f"{arm.key}/{rollout_dir(Path(), rollout).name}",
-                        position=len(found),
-                        arm=arm.key,
-                        config=arm.config,
-                        target=arm.target,
-                        rollout=rollout,
-                        seed=derive_seed(self.seed, "rollout", rollout),
-                    )
-                )
-        return found
+        return [self.cell(r, a) for r in range(self.rollouts) for a in range(len(self.arms))]
+
+    def cell(self, rollout: int, arm_index: int) -> CellRef:
+        """One cell, made alone: readers make the cells a folder holds, not every one planned."""
+        arm = self.arms[arm_index]
+        return CellRef(
+            id=f"{arm.key}/{rollout_dir(Path(), rollout).name}",
+            position=rollout * len(self.arms) + arm_index,
+            arm=arm.key,
+            config=arm.config,
+            target=arm.target,
+            rollout=rollout,
+            seed=derive_seed(self.seed, "rollout", rollout),
+        )
 
     def data(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -129,21 +134,27 @@ class MatrixRecord(msgspec.Struct, kw_only=True):
 
 def single_run_cells(record: RunRecord) -> list[CellRef]:
     """A single run's rollouts as cells, so the same code can walk either kind of run."""
-    target = record.models.get("interlocutor") or next(
+    return [single_run_cell(record, index) for index in range(record.rollouts)]
+
+
+def single_run_cell(record: RunRecord, index: int) -> CellRef:
+    """Rollout ``index`` of a single run as a cell."""
+    return CellRef(
+        id=rollout_dir(Path(), index).name,
+        position=index,
+        arm="",
+        config=record.config_name,
+        target=run_target(record),
+        rollout=index,
+        seed=derive_seed(record.seed, "rollout", index),
+    )
+
+
+def run_target(record: RunRecord) -> str:
+    """The model under evaluation of a single run (its interlocutor, or the responder's)."""
+    return record.models.get("interlocutor") or next(
         (s for r, s in record.models.items() if r not in ("persona", "judge")), "?"
     )
-    return [
-        CellRef(
-            id=rollout_dir(Path(), index).name,
-            position=index,
-            arm="",
-            config=record.config_name,
-            target=target,
-            rollout=index,
-            seed=derive_seed(record.seed, "rollout", index),
-        )
-        for index in range(record.rollouts)
-    ]
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
@@ -164,19 +175,30 @@ def arm_key(config_stem: str, target: str, taken: set[str]) -> str:
 
 _DECODER = msgspec.json.Decoder(MatrixRecord)
 
+# Cells are arms x rollouts; the runtime lists them one by one, so their product is bounded
+# too (a real matrix has tens of arms and at most thousands of cells).
+MAX_ARMS = 10_000
+MAX_CELLS = 10 * MAX_ROLLOUTS
+
 
 def read_matrix(run_dir: Path) -> MatrixRecord:
     """The matrix in ``run_dir``; one plain sentence when it is not usable."""
     path = run_dir / RUN_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise LoomError(f"{run_dir}: not a loom-sim run directory (no {RUN_FILE})")
     raw = read_raw(path)
     if raw.get("kind") != MATRIX_KIND:
         raise LoomError(f"{run_dir}: a single run, not a matrix run")
+    check_counts(path, raw)
     try:
         record = _DECODER.decode(msgspec.json.encode(raw))
     except msgspec.ValidationError as err:
         raise LoomError(f"{path}: not a matrix run file this loom-sim can read ({err})") from None
+    if len(record.arms) > MAX_ARMS or len(record.arms) * record.rollouts > MAX_CELLS:
+        raise LoomError(
+            f"{path}: {len(record.arms)} arms of {record.rollouts} rollouts is more cells than "
+            f"a matrix run holds (at most {MAX_ARMS} arms and {MAX_CELLS} cells)"
+        )
     for arm in record.arms:
         if Path(arm.key).name != arm.key or arm.key in ("", ".", ".."):
             raise LoomError(f"{path}: the arm folder {arm.key!r} is not a plain folder name")
@@ -192,6 +214,6 @@ def is_matrix(run_dir: Path) -> bool:
 def read_any(run_dir: Path) -> RunRecord | MatrixRecord:
     """Whichever kind of run ``run_dir`` holds."""
     path = run_dir / RUN_FILE
-    if path.is_file() and read_raw(path).get("kind") == MATRIX_KIND:
+    if os.path.lexists(path) and read_raw(path).get("kind") == MATRIX_KIND:
         return read_matrix(run_dir)
     return read_run(run_dir)

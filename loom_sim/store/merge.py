@@ -10,10 +10,19 @@ read any other, and its cells are the unsharded run's, byte for byte.
 
 A missing shard is not an error: its cells are simply not there yet, so the merged run is
 partial and ``run --resume`` finishes it. Two shards claiming the same ``k`` are.
+
+Every cell is checked against the plan before anything is written (:func:`verify_cell`): a
+shard folder is files anyone can copy, link or edit, and a merged run is read as one process's
+work. A cell must be the shard's own folder (no link to another run's), its transcript must be
+the cell's (rollout, index, seed, config, models), its ``turns.jsonl`` must run 0, 1, 2... with
+no line duplicated or missing and be the transcript's turns, and its trace must be the cell's
+and show each turn's persona message sent. The first cell that is not is refused, by name, and
+nothing is merged.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,12 +33,20 @@ import msgspec
 
 from loom_sim.core.lock import refuse_if_held
 from loom_sim.errors import LoomError
-from loom_sim.store.artifacts import write_json
+from loom_sim.store.artifacts import (
+    TRACE_FILE,
+    TRANSCRIPT_FILE,
+    TURNS_FILE,
+    TurnLog,
+    read_transcript,
+    write_json,
+)
 from loom_sim.store.distribution import Shard
 from loom_sim.store.matrix_file import CellRef, MatrixRecord, read_any, single_run_cells
+from loom_sim.store.records import TurnRecord
 from loom_sim.store.run_file import RUN_FILE, RunRecord, read_run
 
-__all__ = ["Merged", "merge_shards"]
+__all__ = ["Merged", "merge_shards", "verify_cell"]
 
 # What may differ between shards of one run: when and how each was started, on which machine,
 # from which path; none of it changes a turn.
@@ -95,17 +112,24 @@ def merge_shards(
         0,
         missing_shards=[k for k in range(1, count + 1) if k not in owner],
     )
+    if isinstance(first, MatrixRecord):
+        cells = first.cells()
+        plans = {arm.key: read_run(first_dir / arm.key) for arm in first.arms}
+    else:
+        cells = single_run_cells(first)
+        plans = {"": first}
+    for cell in cells:  # every cell checked before anything is written
+        shard_dir = owner.get(cell.position % count + 1)
+        if shard_dir is not None:
+            verify_cell(cell, shard_dir, plans[cell.arm])
     if claim is not None:
         claim(output)
         _check_new(output)  # again: no other process can start writing it now
     output.mkdir(parents=True, exist_ok=True)
     if isinstance(first, MatrixRecord):
-        cells = first.cells()
         for arm in first.arms:
             (output / arm.key).mkdir(exist_ok=True)
-            write_json(output / arm.key / RUN_FILE, read_run(first_dir / arm.key))
-    else:
-        cells = single_run_cells(first)
+            write_json(output / arm.key / RUN_FILE, plans[arm.key])
     for cell in cells:
         _copy_cell(cell, owner, count, output, merged)
     whole = msgspec.structs.replace(
@@ -190,6 +214,110 @@ def _copy_cell(cell: CellRef, owner: dict[int, Path], count: int, output: Path, 
         shutil.rmtree(target)
     shutil.copytree(source, target, ignore=_NOT_COPIED)
     merged.cells += 1
+
+
+class _Refused(LoomError):
+    pass
+
+
+def verify_cell(cell: CellRef, shard_dir: Path, plan: RunRecord) -> None:
+    """Refuse, naming the cell, a cell folder of ``shard_dir`` that is not what the plan says
+    this cell is (see the module's docstring). A cell never started (no folder) passes."""
+    source = shard_dir / cell.id
+
+    def refuse(why: str) -> _Refused:
+        return _Refused(f"cannot merge: cell {cell.id} of {shard_dir} {why}; nothing was merged")
+
+    if not os.path.lexists(source):
+        return
+    for part in (source, source.parent) if cell.arm else (source,):
+        if part.is_symlink():
+            raise refuse(f"is a link ({part.name} -> {os.readlink(part)}), not the shard's own")
+    if not source.is_dir():
+        raise refuse("is not a folder")
+    for folder, dirs, files in os.walk(source):
+        for name in [*dirs, *files]:
+            if (Path(folder) / name).is_symlink():
+                raise refuse(f"holds a link ({name}); a cell's files are its own")
+    try:
+        turns: list[TurnRecord] = TurnLog(source / TURNS_FILE).read()
+        transcript = (
+            read_transcript(source / TRANSCRIPT_FILE)
+            if (source / TRANSCRIPT_FILE).is_file()
+            else None
+        )
+    except LoomError as err:
+        raise refuse(f"has a damaged file ({err})") from None
+    if len(turns) > plan.turns:
+        raise refuse(f"has {len(turns)} turns where the plan has {plan.turns}")
+    if transcript is not None:
+        expected = {
+            "rollout": source.name,
+            "index": cell.rollout,
+            "seed": plan.seed,
+            "config": plan.config_name,
+        }
+        for key, value in expected.items():
+            found = getattr(transcript, key)
+            if found != value:
+                raise refuse(f"holds another cell's transcript ({key} {found!r}, not {value!r})")
+        for role, spec in transcript.models.items():
+            if role in plan.models and plan.models[role] != spec:
+                raise refuse(
+                    f"holds another run's transcript ({role} {spec}, not {plan.models[role]})"
+                )
+        if [_said(t) for t in transcript.turns] != [_said(t) for t in turns]:
+            raise refuse(f"has a {TURNS_FILE} that is not its transcript's turns")
+    trace = _read_trace(source / TRACE_FILE)
+    if trace.rollout is not None and trace.rollout != source.name:
+        raise refuse(f"has the trace of {trace.rollout}")
+    for record in turns:
+        sent = trace.sent.get(record.turn)
+        if sent and record.persona not in sent:
+            raise refuse(f"has a {TURNS_FILE} whose turn {record.turn} is not in its trace")
+
+
+def _said(record: Any) -> tuple[int, str, str]:
+    return (record.turn, record.persona, record.interlocutor)
+
+
+class _Body(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+
+
+class _Line(msgspec.Struct):
+    rollout: str
+    turn: int
+    body: _Body
+
+
+@dataclass
+class _Trace:
+    rollout: str | None = None  # the rollout its first envelope names
+    sent: dict[int, set[str]] = field(default_factory=dict)  # turn -> persona messages sent
+
+
+def _read_trace(path: Path) -> _Trace:
+    """What a cell's trace says the cell did: its rollout, and each turn's persona message as
+    sent to the responder (every attempt: a resumed turn was sent again). Lines that do not
+    decode (a torn last one) are passed over: the trace checks the turns, not itself."""
+    found = _Trace()
+    decoder = msgspec.json.Decoder(_Line)
+    try:
+        with path.open("rb") as fh:
+            for line in fh:
+                try:
+                    envelope = decoder.decode(line)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if found.rollout is None:
+                    found.rollout = envelope.rollout
+                if envelope.body.type == "Respond" and envelope.body.text is not None:
+                    found.sent.setdefault(envelope.turn, set()).add(envelope.body.text)
+    except OSError:
+        pass
+    return found
 
 
 def _executions(records: list[RunRecord | MatrixRecord]) -> list[Any]:

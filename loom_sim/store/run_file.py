@@ -16,9 +16,11 @@ without it still load; it is the one part rewritten after planning, when a sessi
 
 from __future__ import annotations
 
+import os
+import stat
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -36,6 +38,18 @@ FORMAT_VERSION = 3
 RUN_KIND = "run"
 MATRIX_KIND = "matrix"
 DEFAULT_JUDGE = "local/smollm2"
+
+# Planned counts are read by every command that lists or compares runs; an absurd one (a
+# hand-edited or damaged file) is refused when the record is read, before anything counts to
+# it. The bounds are far above any real run: a config's `expected_turns` is at most 100,000,
+# and `run --rollouts` stops at MAX_ROLLOUTS.
+MAX_TURNS = 100_000
+MAX_ROLLOUTS = 100_000
+Turns = Annotated[int, msgspec.Meta(ge=0, le=MAX_TURNS)]
+Rollouts = Annotated[int, msgspec.Meta(ge=0, le=MAX_ROLLOUTS)]
+# A run.json holds a config and a few hundred fields: kilobytes. Read at most this much, so a
+# file swapped for something endless (a link to /dev/zero) costs nothing.
+MAX_RUN_FILE_BYTES = 16 * 1024 * 1024
 
 
 class Budgets(msgspec.Struct, frozen=True):
@@ -69,8 +83,8 @@ class RunRecord(msgspec.Struct, kw_only=True, dict=True):
     config_name: str
     config_sha256: str
     seed: int
-    turns: int
-    rollouts: int
+    turns: Turns
+    rollouts: Rollouts
     concurrency: int = 4
     models: dict[str, str]  # model role -> spec
     interlocutor_system_prompt: str
@@ -138,12 +152,38 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def read_bytes(path: Path, limit: int = MAX_RUN_FILE_BYTES) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes; else one
+    sentence. Opened without blocking and checked after opening, so a FIFO or a device put
+    where a file belongs (or swapped in meanwhile) is refused, never waited on or read forever.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise LoomError(f"{path}: no such file") from None
+    except OSError as err:
+        raise LoomError(f"{path}: unreadable ({err.strerror or err})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise LoomError(f"{path}: unreadable (a folder, not a file)")
+        if not stat.S_ISREG(mode):
+            raise LoomError(f"{path}: unreadable (a pipe, socket or device, not a file)")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(limit + 1)
+    except OSError as err:
+        raise LoomError(f"{path}: unreadable ({err.strerror or err})") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise LoomError(f"{path}: unreadable (larger than {limit // 2**20} MB)")
+    return data
+
+
 def read_raw(path: Path) -> dict[str, Any]:
     """``run.json`` as JSON data, checked to be an object this loom-sim's format covers."""
     try:
-        raw = msgspec.json.decode(path.read_bytes())
-    except OSError as err:
-        raise LoomError(f"{path}: unreadable ({err.strerror or err})") from None
+        raw = msgspec.json.decode(read_bytes(path))
     except msgspec.DecodeError as err:
         raise LoomError(f"{path}: not JSON ({err})") from None
     if not isinstance(raw, dict):
@@ -157,12 +197,23 @@ def read_raw(path: Path) -> dict[str, Any]:
     return raw
 
 
+def check_counts(path: Path, raw: dict[str, Any]) -> None:
+    """A planned count out of bounds, said plainly (the decoder would say it in its terms)."""
+    for key, bound in (("rollouts", MAX_ROLLOUTS), ("turns", MAX_TURNS)):
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= bound:
+            raise LoomError(
+                f"{path}: {key} is {value:,}, which no run plans (at most {bound:,}); "
+                "this run.json was edited or damaged"
+            )
+
+
 def read_run(run_dir: Path) -> RunRecord:
     """The run in ``run_dir``; one plain sentence naming the file when it is not usable."""
     path = run_dir / RUN_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise LoomError(f"{run_dir}: not a loom-sim run directory (no {RUN_FILE})")
-    raw = read_raw(path)
+    raw = read_raw(path)  # a run.json that is a folder, a FIFO or a device: one sentence
     if raw.get("kind") == MATRIX_KIND:
         arms = [a.get("key") for a in raw.get("arms") or [] if isinstance(a, dict)]
         first = f" (e.g. {run_dir / str(arms[0])})" if arms else ""
@@ -171,6 +222,7 @@ def read_run(run_dir: Path) -> RunRecord:
             "or use a command that reads whole matrices (run --resume, score, report, "
             "compare, export, serve)"
         )
+    check_counts(path, raw)
     try:
         return _DECODER.decode(msgspec.json.encode(migrate(raw)))
     except msgspec.ValidationError as err:

@@ -15,14 +15,24 @@ Routes (GET only; anything else is 405):
 ``<path>`` is relative to the results folder and resolved by :class:`~.paths.Resolver`: a
 path leading outside it is "not found" like any other. Nothing is fetched from anywhere else
 (no CDN, no fonts), and the Content-Security-Policy says so to the browser too.
+
+A request whose ``Host`` is not one of ``hosts`` (by default the loopback names) is refused:
+a page elsewhere that points a name of its own at 127.0.0.1 (DNS rebinding) cannot read the
+runs through the browser. Every page's work — reading the disk, rendering — runs in a worker
+thread, a few at a time, so a large run or rollout never holds up the other requests, the
+static files or a signal to stop.
 """
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Callable, Collection
+from functools import cache, partial
 from importlib import resources
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
+import anyio
 import jinja2
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,7 +46,10 @@ from loom_sim.web.live import events
 from loom_sim.web.pages import Filters, compare_page, grade, rollout_page, run_page, runs_page
 from loom_sim.web.paths import NotFound, Resolver
 
-__all__ = ["create_app"]
+__all__ = ["LOOPBACK_HOSTS", "create_app"]
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+WORKERS = 4  # pages rendered at once; more wait their turn, off the event loop
 
 SECURITY_HEADERS = {
     "content-security-policy": (
@@ -59,6 +72,25 @@ def _cost(value) -> str:
     return "unknown" if value is None else f"${value:.4f}"
 
 
+def _url(path: str) -> str:
+    """A path of the results folder as it goes in a link: ``#``, ``?``, ``%`` and spaces in a
+    folder's name are encoded, so the link leads to that folder."""
+    return quote(path, safe="/")
+
+
+def _page_number(request: Request) -> int:
+    text = request.query_params.get("page", "1")
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 9 else 1
+
+
+def _host(header: str) -> str:
+    """The name in a ``Host`` header, without its port (``[::1]:8765`` -> ``::1``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -68,7 +100,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, cost=_cost, grade=grade)
+    env.filters.update(num=_num, cost=_cost, grade=grade, url=_url)
     env.globals["version"] = __version__
     return env
 
@@ -87,34 +119,42 @@ def _page(template: str, code: int = 200, **context) -> HTMLResponse:
     return HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
 
 
-def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float = 600.0):
-    """The viewer of ``results_dir``; ``poll_s`` and ``lifetime`` pace the live streams."""
+def create_app(
+    results_dir: Path | str,
+    *,
+    poll_s: float = 1.0,
+    lifetime: float = 600.0,
+    hosts: Collection[str] | None = LOOPBACK_HOSTS,
+):
+    """The viewer of ``results_dir``; ``poll_s`` and ``lifetime`` pace the live streams;
+    ``hosts`` are the names a request may be addressed to (None: any, for a server listening
+    on every interface)."""
     resolver = Resolver(Path(results_dir))
+    allowed = None if hosts is None else {h.lower().strip("[]") for h in hosts}
+    limiter: list[anyio.CapacityLimiter] = []
+
+    async def off_loop(work: Callable[[], Any]) -> Any:
+        if not limiter:
+            limiter.append(anyio.CapacityLimiter(WORKERS))
+        return await anyio.to_thread.run_sync(work, limiter=limiter[0], abandon_on_cancel=True)
 
     async def home(request: Request) -> Response:
         q = request.query_params
         filters = Filters(q.get("config", ""), q.get("target", ""), q.get("status", ""))
-        return _page("runs.html.j2", **runs_page(resolver, filters))
+        return await off_loop(lambda: _page("runs.html.j2", **runs_page(resolver, filters)))
 
     async def run(request: Request) -> Response:
-        return _page("run.html.j2", **run_page(resolver, request.path_params["path"]))
+        path, page = request.path_params["path"], _page_number(request)
+        return await off_loop(lambda: _page("run.html.j2", **run_page(resolver, path, page)))
 
     async def report(request: Request) -> Response:
-        from loom_sim.rollout.report.data import build_report
-        from loom_sim.rollout.report.html import render_html
-
-        run_dir = resolver.run_dir(request.path_params["path"])
-        if is_matrix(run_dir):  # a matrix's report is its comparison
-            from loom_sim.compare import build_compare
-            from loom_sim.compare.html import render_html as render_compare
-
-            html = render_compare(build_compare([run_dir]), f"Matrix run {run_dir.name}")
-        else:
-            html = render_html(build_report(run_dir))
-        return HTMLResponse(html, headers=SECURITY_HEADERS)
+        return await off_loop(partial(_report, resolver, request.path_params["path"]))
 
     async def rollout(request: Request) -> Response:
-        return _page("rollout.html.j2", **rollout_page(resolver, request.path_params["path"]))
+        path, page = request.path_params["path"], _page_number(request)
+        return await off_loop(
+            lambda: _page("rollout.html.j2", **rollout_page(resolver, path, page))
+        )
 
     async def compare(request: Request) -> Response:
         rels = request.query_params.getlist("run")
@@ -123,14 +163,16 @@ def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float 
                 "error.html.j2", 400, title="Nothing to compare",
                 message="Pick one or more runs on the runs page to compare them.",
             )  # fmt: skip
-        context = compare_page(resolver, rels, request.query_params.getlist("rate"))
-        return _page("compare.html.j2", **context)
+        rates = request.query_params.getlist("rate")
+        return await off_loop(
+            lambda: _page("compare.html.j2", **compare_page(resolver, rels, rates))
+        )
 
     async def stream(request: Request) -> Response:
-        run_dir = resolver.run_dir(request.path_params["path"])
+        run_dir = await off_loop(partial(resolver.run_dir, request.path_params["path"]))
         since = request.query_params.get("since")
         return StreamingResponse(
-            events(run_dir, since=since, poll_s=poll_s, lifetime=lifetime),
+            events(run_dir, since=since, poll_s=poll_s, lifetime=lifetime, off_loop=off_loop),
             media_type="text/event-stream",
             headers={**SECURITY_HEADERS, "x-accel-buffering": "no"},
         )
@@ -152,10 +194,47 @@ def create_app(results_dir: Path | str, *, poll_s: float = 1.0, lifetime: float 
         Route("/static/{name}", static),
     ]
     app = Starlette(
-        routes=routes, exception_handlers={NotFound: _nothing_there, LoomError: _unreadable}
+        routes=routes,
+        exception_handlers={
+            NotFound: _nothing_there,
+            LoomError: _unreadable,
+            Exception: _broken,
+        },
     )
     app.state.resolver = resolver
-    return app
+    if allowed is None:
+        return app
+
+    async def guarded(scope, receive, send) -> None:
+        """Refuse a request addressed to a name this server was not started for."""
+        if scope["type"] == "http":
+            header = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
+            if _host(header) not in allowed:
+                refused = _page(
+                    "error.html.j2", 400, title="Unknown host",
+                    message="This viewer answers only requests addressed to "
+                    + ", ".join(sorted(allowed)) + " (loom-sim serve --host sets it).",
+                )  # fmt: skip
+                await refused(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def _report(resolver: Resolver, rel: str) -> Response:
+    from loom_sim.rollout.report.data import build_report
+    from loom_sim.rollout.report.html import render_html
+
+    run_dir = resolver.run_dir(rel)
+    if is_matrix(run_dir):  # a matrix's report is its comparison
+        from loom_sim.compare import build_compare
+        from loom_sim.compare.html import render_html as render_compare
+
+        html = render_compare(build_compare([run_dir]), f"Matrix run {run_dir.name}")
+    else:
+        html = render_html(build_report(run_dir))
+    return HTMLResponse(html, headers=SECURITY_HEADERS)
 
 
 async def _nothing_there(request: Request, exc: Exception) -> Response:
@@ -169,3 +248,11 @@ async def _nothing_there(request: Request, exc: Exception) -> Response:
 async def _unreadable(request: Request, exc: Exception) -> Response:
     """A run that is there but cannot be shown (not scored yet, a damaged file): its reason."""
     return _page("error.html.j2", 422, title="Cannot show this", message=str(exc))
+
+
+async def _broken(request: Request, exc: Exception) -> Response:
+    """Anything else: a plain page with the same guards, never a traceback."""
+    return _page(
+        "error.html.j2", 500, title="Cannot show this",
+        message=f"This page could not be made ({type(exc).__name__}).",
+    )  # fmt: skip

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -53,6 +55,10 @@ def _event(name: str, data: dict) -> str:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 
+async def _inline(work: Callable[[], Any]) -> Any:
+    return work()
+
+
 def _state(run_dir: Path) -> dict:
     try:
         summary = summarise_run(run_dir)
@@ -67,13 +73,19 @@ def _state(run_dir: Path) -> dict:
 
 
 async def events(
-    run_dir: Path, *, since: str | None = None, poll_s: float = 1.0, lifetime: float = 600.0
+    run_dir: Path,
+    *,
+    since: str | None = None,
+    poll_s: float = 1.0,
+    lifetime: float = 600.0,
+    off_loop: Callable[[Callable[[], Any]], Awaitable[Any]] = _inline,
 ) -> AsyncIterator[str]:
     """The event stream of one run: ``update`` on every change (and at once when the run has
-    changed since the page's ``since`` token), ``done`` when finished."""
+    changed since the page's ``since`` token), ``done`` when finished. ``off_loop`` runs the
+    reading of the disk (the viewer: in a worker thread, so a large run holds nothing up)."""
     yield "retry: 2000\n\n"
-    seen = signature(run_dir)
-    state = _state(run_dir)
+    seen = await off_loop(partial(signature, run_dir))
+    state = await off_loop(partial(_state, run_dir))
     yield _event("status", state)
     if since is not None and since != hashlib.sha1(repr(seen).encode()).hexdigest()[:16]:
         yield _event("update", state)
@@ -82,9 +94,9 @@ async def events(
         await anyio.sleep(poll_s)
         waited += poll_s
         quiet += poll_s
-        now = signature(run_dir)
+        now = await off_loop(partial(signature, run_dir))
         if now != seen:
-            seen, state, quiet = now, _state(run_dir), 0.0
+            seen, state, quiet = now, await off_loop(partial(_state, run_dir)), 0.0
             yield _event("update", state)
         elif quiet >= KEEPALIVE_S:  # a comment line: keeps proxies from closing the stream
             quiet = 0.0

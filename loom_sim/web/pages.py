@@ -22,7 +22,7 @@ from loom_sim.rollout.report.data import load_transcript, partial_transcript
 from loom_sim.runs.catalog import find_runs
 from loom_sim.runs.load import RunResults, load_results
 from loom_sim.runs.scores import SCORED, goodness, rollout_value, scorer_names, state
-from loom_sim.store.artifacts import TRANSCRIPT_FILE
+from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.records import Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RunRecord, read_run
 from loom_sim.web.live import token
@@ -31,6 +31,29 @@ from loom_sim.web.paths import Resolver
 __all__ = ["compare_page", "rollout_page", "run_page", "runs_page"]
 
 LONG_TEXT = 60  # detail strings longer than this are shown as paragraphs (a judge's reasoning)
+# A page's size is bounded whatever a run holds: a long run shows its rollouts, and a long
+# rollout its turns, a page at a time; a rollout whose files are larger than a page could
+# ever show is not parsed at all (`loom-sim view` and `export` read it in full).
+ROWS_PER_PAGE = 200
+TURNS_PER_PAGE = 50
+MAX_ROLLOUT_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Pages:
+    """Which slice of a long list a page shows (``page`` from 1)."""
+
+    page: int
+    count: int  # pages in all (at least 1)
+    start: int  # index of the first item shown
+    stop: int
+
+    @classmethod
+    def of(cls, total: int, per_page: int, page: int) -> Pages:
+        count = max(1, -(-total // per_page))
+        page = min(max(1, page), count)
+        start = (page - 1) * per_page
+        return cls(page, count, start, min(total, start + per_page))
 
 
 @dataclass(frozen=True)
@@ -64,10 +87,12 @@ def runs_page(resolver: Resolver, filters: Filters) -> dict[str, Any]:
 # ─── a run ──────────────────────────────────────────────────────────────────
 
 
-def _rollout_rows(results: RunResults, resolver: Resolver) -> tuple[list[str], list[dict]]:
+def _rollout_rows(
+    results: RunResults, resolver: Resolver, pages: Pages
+) -> tuple[list[str], list[dict]]:
     scorers = scorer_names(r.transcript for r in results.rollouts)
     rows = []
-    for r in results.rollouts:
+    for r in results.rollouts[pages.start : pages.stop]:
         t = r.transcript
         values = {s: rollout_value(t, s) for s in scorers}
         grades = {s: grade(goodness(s, v)) for s, v in values.items()}
@@ -89,10 +114,11 @@ def _rollout_rows(results: RunResults, resolver: Resolver) -> tuple[list[str], l
     return scorers, rows
 
 
-def run_page(resolver: Resolver, rel: str) -> dict[str, Any]:
+def run_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
     run_dir = resolver.run_dir(rel)
-    results = load_results(run_dir)
-    scorers, rows = _rollout_rows(results, resolver)
+    results = load_results(run_dir, within=resolver.root)
+    pages = Pages.of(len(results.rollouts), ROWS_PER_PAGE, page)
+    scorers, rows = _rollout_rows(results, resolver, pages)
     comparison = None
     if results.kind == "matrix" and any(r.transcript.turns for r in results.rollouts):
         from loom_sim.compare import build_compare
@@ -101,9 +127,10 @@ def run_page(resolver: Resolver, rel: str) -> dict[str, Any]:
         comparison = compare_body(build_compare([results]))
     summary = {
         "turns": sum(len(r.transcript.turns) for r in results.rollouts),
-        "planned": sum(r.arm.record.turns for r in results.rollouts),
+        "planned": results.planned_turns,
         "done": sum(1 for r in results.rollouts if r.status == "done"),
-        "cells": len(results.rollouts),
+        "cells": results.cells,
+        "pending": results.pending,
     }
     status = (
         "complete"
@@ -126,6 +153,7 @@ def run_page(resolver: Resolver, rel: str) -> dict[str, Any]:
         "models": results.arms[0].record.models if results.kind == "run" else {},
         "scorers": scorers,
         "rows": rows,
+        "pages": pages,
         "arms": arms,
         "summary": summary,
         "status": status,
@@ -227,9 +255,23 @@ def _config(record: RunRecord) -> LoomConfig | None:
         return None
 
 
-def rollout_page(resolver: Resolver, rel: str) -> dict[str, Any]:
+def _too_large(folder: Path) -> None:
+    for name in (TRANSCRIPT_FILE, TURNS_FILE):
+        try:
+            size = (folder / name).stat().st_size
+        except OSError:
+            continue
+        if size > MAX_ROLLOUT_BYTES:
+            raise LoomError(
+                f"{folder.name}/{name} is {size / 2**20:.0f} MB, more than the viewer shows "
+                f"({MAX_ROLLOUT_BYTES // 2**20} MB); read it with loom-sim view or loom-sim export"
+            )
+
+
+def rollout_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
     folder = resolver.rollout_dir(rel)
     run_dir = folder.parent
+    _too_large(folder)
     try:
         record: RunRecord | None = read_run(run_dir)
     except LoomError:
@@ -242,8 +284,13 @@ def rollout_page(resolver: Resolver, rel: str) -> dict[str, Any]:
     config = _config(record) if record is not None and not record.imported_from else None
     assembler = Assembler(config, record.turns) if config is not None and record else None
     order = scorer_names([transcript])
-    turns, last_full = [], None
-    for turn in transcript.turns:
+    pages = Pages.of(len(transcript.turns), TURNS_PER_PAGE, page)
+    last_full = None
+    for turn in transcript.turns[: pages.start]:  # the prompt in force when the page begins
+        if turn.injection == "full":
+            last_full = turn.turn
+    turns = []
+    for turn in transcript.turns[pages.start : pages.stop]:
         if turn.injection == "full":
             last_full = turn.turn
         turns.append(_turn(turn, order, assembler, last_full))
@@ -258,6 +305,8 @@ def rollout_page(resolver: Resolver, rel: str) -> dict[str, Any]:
         "record": record,
         "target": target,
         "turns": turns,
+        "total_turns": len(transcript.turns),
+        "pages": pages,
         "scorers": order,
         "aggregates": {s: rollout_value(transcript, s) for s in order},
         "grades": {s: grade(goodness(s, rollout_value(transcript, s))) for s in order},
