@@ -12,12 +12,13 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from loom_sim.cli.options import base_url_option, timeout_option
+from loom_sim.cli.options import allow_outside_option, base_url_option, timeout_option
 from loom_sim.cli.run import _pairs
 from loom_sim.debate.cards import CardRecord, RejectedCard
 from loom_sim.debate.files import Summary
 from loom_sim.debate.records import ChatTurn, DetectionRound, ExitCheck, RoomLine, RoomStart
 from loom_sim.debate.report import write_report
+from loom_sim.debate.settings import MAX_MESSAGES
 from loom_sim.errors import LoomError
 from loom_sim.resources import find
 from loom_sim.runtime.debate import Debate
@@ -122,7 +123,10 @@ class LiveDebate:
 @click.option("--topic", help="What they debate (default: the deck's topic).")
 @click.option("--personas", metavar="A,B,C", help="Persona ids from the deck (default: all).")
 @click.option(
-    "--messages", "-n", type=click.IntRange(min=1), help="Main-chat turns, openings included."
+    "--messages",
+    "-n",
+    type=click.IntRange(min=1, max=MAX_MESSAGES),
+    help=f"Main-chat turns, openings included (at most {MAX_MESSAGES}).",
 )
 @click.option("--seed", type=int, help="Fixes every random choice (default: random, recorded).")
 @click.option(
@@ -158,11 +162,13 @@ class LiveDebate:
 )
 @base_url_option()
 @timeout_option()
+@allow_outside_option("deck")
 def debate(
     deck_path: str | None,
     resume: Path | None,
     base_url: str | None,
     timeout: float,
+    allow_outside: bool,
     **defining: Any,
 ) -> None:
     """A group debate among a deck's personas, streamed live: who speaks, with what intent,
@@ -190,6 +196,7 @@ def debate(
             similarity=defining["similarity"],
             output=defining["output"],
             base_url=base_url,
+            allow_outside=allow_outside,
         )
         plan = plan_debate(find(deck_path, "decks"), options, argv=sys.argv[1:])
     hub = make_hub(plan, timeout)

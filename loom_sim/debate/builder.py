@@ -88,12 +88,14 @@ class DeckHeader(Strict):
 
 
 class BuildSettings(Strict):
-    max_posts: int = Field(100, ge=1, description="Posts read per persona (the seed's 100).")
-    max_feed_items: int = Field(20, ge=1, description="Feed items read (the seed's 20).")
-    max_chars: int = Field(2000, ge=100, description="Characters kept per feed item.")
-    relevant_posts: int = Field(50, ge=1, description="Posts the relevance filter keeps.")
-    relevant_items: int = Field(10, ge=1, description="Other excerpts it keeps.")
-    max_anchor_excerpts: int = Field(15, ge=1, description="Anchor quotes at most.")
+    max_posts: int = Field(
+        100, ge=1, le=10_000, description="Posts read per persona (the seed's 100)."
+    )
+    max_feed_items: int = Field(20, ge=1, le=1000, description="Feed items read (the seed's 20).")
+    max_chars: int = Field(2000, ge=100, le=100_000, description="Characters kept per feed item.")
+    relevant_posts: int = Field(50, ge=1, le=1000, description="Posts the relevance filter keeps.")
+    relevant_items: int = Field(10, ge=1, le=1000, description="Other excerpts it keeps.")
+    max_anchor_excerpts: int = Field(15, ge=1, le=100, description="Anchor quotes at most.")
     attempts: int = Field(3, ge=1, le=6, description="Tries per call for a usable answer.")
 
 

@@ -1,0 +1,1 @@
+"""The shared core every system stands on: records, logs, locks, messages, machines."""
