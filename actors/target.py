@@ -101,10 +101,10 @@ class TargetActor(Actor):
         self.setup = setup
         self.settings = setup.settings
         self.adapter: TargetAdapter = open_target(setup.settings, setup.adapter)
-        fill = setup.adapter.fill
-        events = Path(fill(setup.settings.events)) if setup.settings.events else None
+        file = setup.adapter.file
+        events = Path(file(setup.settings.events)) if setup.settings.events else None
         self._tail = EventTail(events, setup.events_offset)
-        pattern = fill(setup.settings.artifacts) if setup.settings.artifacts else None
+        pattern = file(setup.settings.artifacts) if setup.settings.artifacts else None
         self._watch = ArtifactWatch(pattern, setup.seen)
         self._nursery: trio.Nursery | None = None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -66,6 +67,7 @@ from loom_sim.models.base import ModelClient
 from loom_sim.seeds import SeedSource
 from loom_sim.store.trace import TraceRecorder, read_trace
 from loom_sim.targets import AdapterContext, TargetFatal
+from loom_sim.targets.observe import EventTail
 
 #: (model spec, session index, role) -> the client to call: the hub's, or a test's.
 ModelSource = Callable[[str, int, str], ModelClient]
@@ -96,6 +98,7 @@ class Session:
         self._new_events: list[dict[str, Any]] = []  # since the last evaluation
         self._known: set[str] = set()
         self._offset = 0
+        self._orphans: list[dict[str, Any]] = []  # a lost turn's events, passed over
         self._log = spec.bundle.turns
         self._setup_log = spec.bundle.setups
 
@@ -174,6 +177,12 @@ class Session:
             self._before = self._records[-1].elapsed_s
         offsets = [r.events_offset for r in self._records] + [s.events_offset for s in self._setups]
         self._offset = max(offsets, default=0)  # the event file only grows
+        if (self._records or self._setups) and spec.target.events:
+            # A turn killed before it was committed may have left events (an `argued` that
+            # meets a criterion): no committed turn shows them, so none may count them.
+            tail = EventTail(Path(spec.file(spec.target.events)), self._offset)
+            self._orphans = tail.skip()
+            self._offset = tail.offset
         texts = [*spec.input_names, spec.scenario.context, spec.scenario.goal]
         texts += [f"{a.name} {a.usage} {a.summary}" for a in spec.abilities]
         for setup in self._setups:
@@ -260,6 +269,7 @@ class Session:
                 greeting=Reply.of(greeting),
                 events=greeting.events,
                 events_offset=greeting.events_offset,
+                orphaned_events=self._orphans,
             )
         )
         return Trigger.CHAT_LIVE

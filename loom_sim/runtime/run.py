@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from loom_sim import __version__
 from loom_sim.assembler import Assembler
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
+from loom_sim.core.urls import redact_url
 from loom_sim.errors import LoomError
 from loom_sim.judging.prompts import RUBRIC_VERSION
 from loom_sim.models.base import CallLimiter
@@ -376,20 +376,6 @@ def hub_for(
         cache=cache,
         limiters=limiters,
     )
-
-
-def redact_url(url: str | None) -> str | None:
-    """Drop credentials and query strings from a URL before it is written anywhere."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def versions() -> dict[str, str]:
