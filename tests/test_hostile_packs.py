@@ -362,3 +362,146 @@ def test_base_url_redaction_drops_credentials_and_queries():
 
     argv = ["run", "--base-url=https://u:p@h:8/v1?k=1", "https://u:p@h/v1?key=2", "x"]
     assert redact_argv(argv) == ["run", "--base-url=https://h:8/v1", "https://h/v1", "x"]
+
+
+# ─── PTY programs that fork, hold the terminal, ignore SIGTERM, write C1 garbage ─────
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for its reaper is not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+#: A program that starts a child ignoring SIGTERM (it writes the child's pid first), then
+#: chats; `leave` makes the program itself exit while the child keeps the terminal open.
+FORKER = r"""
+import os, signal, sys, time
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(60)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(child))
+if len(sys.argv) > 2:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the program ignores SIGTERM too
+sys.stdout.write("> "); sys.stdout.flush()
+for line in sys.stdin:
+    if line.strip() == "leave":
+        sys.stdout.write("leaving\n"); sys.stdout.flush()
+        os._exit(0)
+    sys.stdout.write("ok\n> "); sys.stdout.flush()
+"""
+
+#: A program answering with an OSC 52 clipboard write in C1 form, a C1 CSI, a DCS string
+#: and bidi overrides around ordinary words.
+C1_GARBAGE = (
+    'import sys\nsys.stdout.write("> "); sys.stdout.flush()\n'
+    "for line in sys.stdin:\n"
+    '    sys.stdout.write("before \\x9d52;c;cm0gLXJmIH4=\\x9c after \\x9b31mred '
+    '\\u202eevil\\u202c \\u2066iso\\u2069 \\x90dcs\\x9c end\\n> ")\n'
+    "    sys.stdout.flush()\n"
+)
+UNSAFE = {chr(c) for c in [*range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+
+
+def _pty(tmp_path: Path, command: list[str], **settings):
+    from loom_sim.targets import AdapterContext, open_target
+    from loom_sim.targets.pty import PtySettings
+
+    context = AdapterContext(
+        workdir=tmp_path / "work",
+        bundle=tmp_path,
+        inputs=[],
+        seed=1,
+        model=lambda spec: None,  # type: ignore[arg-type,return-value]
+    )
+    return open_target(
+        PtySettings(command=command, prompt="^> $", reply_timeout_s=30, **settings), context
+    )
+
+
+async def _session(adapter, lines: list[str]) -> list:
+    import trio
+
+    replies: list = []
+    async with trio.open_nursery() as nursery:
+        try:
+            replies.append(await adapter.start(nursery))
+            for line in lines:
+                await adapter.send(line)
+                replies.append(await adapter.receive())
+        finally:
+            await adapter.close()
+            nursery.cancel_scope.cancel()
+    return replies
+
+
+@pytest.mark.slow  # the grace SIGTERM is given, then SIGKILL
+@pytest.mark.parametrize("leader_ignores_sigterm", [False, True], ids=["forker", "both-ignore"])
+async def test_closing_a_pty_target_kills_a_child_that_ignores_sigterm(
+    tmp_path, leader_ignores_sigterm
+):
+    program = tmp_path / "forker.py"
+    program.write_text(FORKER)
+    pid_file = tmp_path / "child.pid"
+    command = [sys.executable, str(program), str(pid_file)]
+    adapter = _pty(tmp_path, command + (["ignore"] if leader_ignores_sigterm else []))
+    replies = await _session(adapter, ["hello"])
+    assert replies[-1].text == "ok"
+    assert not _running(int(pid_file.read_text()))
+
+
+@pytest.mark.slow
+async def test_a_program_that_exits_while_its_child_holds_the_terminal_is_seen_to_exit(
+    tmp_path,
+):
+    from loom_sim.targets import TargetFatal
+
+    program = tmp_path / "forker.py"
+    program.write_text(FORKER)
+    pid_file = tmp_path / "child.pid"
+    adapter = _pty(tmp_path, [sys.executable, str(program), str(pid_file)])
+    with pytest.raises(ExceptionGroup) as caught:
+        await _session(adapter, ["hello", "leave"])  # not 30 s of timeout: the exit is seen
+    [fatal] = caught.value.exceptions
+    assert isinstance(fatal, TargetFatal)
+    assert "exited with status 0 while answering" in str(fatal) and "leaving" in str(fatal)
+    assert not _running(int(pid_file.read_text()))  # and the child went with it
+
+
+async def test_c1_controls_and_bidi_overrides_never_reach_a_reply(tmp_path):
+    program = tmp_path / "garbage.py"
+    program.write_text(C1_GARBAGE)
+    adapter = _pty(tmp_path, [sys.executable, str(program)])
+    replies = await _session(adapter, ["show me"])
+    reply = replies[-1]
+    assert reply.text == "before  after red evil iso  end"
+    assert not [c for c in reply.text + "".join(reply.screen) if c in UNSAFE]
+
+
+def test_view_and_trace_strip_c1_and_bidi_from_recorded_text(tmp_path):
+    path = toy_pack(tmp_path / "p", budget={"max_turns": 1})
+    out = tmp_path / "run"
+    run_plan(plan(path, out), {STAND_INS["user"]: by_turn([utterance("hello")])})
+    session = out / "toy-1"
+    hostile = "\\u009d52;c;cm0gLXJmIH4=\\u009c\\u202eevil\\u202c"  # as JSON writes them
+    for name in ("turns.jsonl", "trace.jsonl"):
+        file = session / name
+        text = file.read_text()
+        assert "you said: hello" in text
+        file.write_text(text.replace("you said: hello", f"you said: {hostile}"))
+    runner = CliRunner()
+    for args in (["view", str(session)], ["trace", str(session)]):
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert "evil" in result.output and "cm0gLXJmIH4=" not in result.output
+        assert not [c for c in result.output if c in UNSAFE], args
+    as_json = runner.invoke(cli, ["trace", str(session), "--json"]).output
+    assert not [c for c in as_json if c in UNSAFE]
+    assert any("\\u202e" in line for line in as_json.splitlines())  # escaped, not lost
+    assert all(json.loads(line) for line in as_json.splitlines())
