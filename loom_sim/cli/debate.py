@@ -248,14 +248,21 @@ def contracts() -> None:
 )
 @base_url_option()
 @timeout_option()
-def build(config_path: Path, model: tuple[str, ...], base_url: str | None, timeout: float) -> None:
+@allow_outside_option("build config")
+def build(
+    config_path: Path,
+    model: tuple[str, ...],
+    base_url: str | None,
+    timeout: float,
+    allow_outside: bool,
+) -> None:
     """Build persona contracts from a local corpus (RSS/Atom files, JSON posts, plain text) by
     the 9-call pipeline, and write the deck. Killed between calls, the same command continues
     where it stopped."""
     from loom_sim.debate.builder import Builder, load_build
     from loom_sim.models.hub import ModelHub
 
-    config = load_build(config_path)
+    config = load_build(config_path, allow_outside=allow_outside)
     try:
         allocation = config.models.overridden(
             _pairs(model, "--model", "NAME=SPEC, e.g. strong=openai/gpt-4.1")
@@ -269,7 +276,9 @@ def build(config_path: Path, model: tuple[str, ...], base_url: str | None, timeo
     async def main() -> Path:
         async with hub:
             builder = Builder(
-                config_path, lambda role: hub.client(allocation.resolve(role).spec, 0, "builder")
+                config_path,
+                lambda role: hub.client(allocation.resolve(role).spec, 0, "builder"),
+                allow_outside=allow_outside,
             )
             builder.config = builder.config.model_copy(update={"models": allocation})
             deck = await builder.build()
