@@ -258,8 +258,9 @@ def check_cost_caps(
             continue
         specs = list(models.values())
         _, target = _target_of(pack, scenario, target_option)
-        if target.adapter == "model" and getattr(target, "spec", ""):
-            specs.append(target.spec)
+        spec = getattr(target, "spec", None)  # a model target's model
+        if target.adapter == "model" and isinstance(spec, str) and spec:
+            specs.append(spec)
         unpriced = [spec for spec in dict.fromkeys(specs) if not priced(spec)]
         if unpriced:
             raise LoomError(
