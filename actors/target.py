@@ -25,6 +25,7 @@ import trio
 from loom_sim.actors.base import Actor, ActorContext, Delivery, ProtocolError
 from PIL import UnidentifiedImageError
 
+from loom_sim.core.text import printable
 from loom_sim.imagery import load_rgb, measure, quality
 from loom_sim.messages import (
     Artifact,
@@ -149,12 +150,12 @@ class TargetActor(Actor):
     ) -> TargetReply:
         failure = failure_of(exchange, events, self.settings.failure_pattern)
         return TargetReply(
-            text=exchange.text,
+            text=printable(exchange.text),  # whatever the adapter: no C1 or bidi controls
             ended_by=exchange.ended_by,
             duration_s=exchange.duration_s,
             truncated=exchange.truncated,
             received_bytes=exchange.received_bytes,
-            screen=exchange.screen,
+            screen=[printable(line) for line in exchange.screen],
             events=events,
             artifacts=artifacts,
             failed=failure is not None,

@@ -612,3 +612,16 @@ def test_every_contract_field_that_reaches_a_prompt_is_flattened():
     prompt = system_prompt(hostile, room)
     assert _headings(prompt) == HEADINGS
     assert not [line for line in prompt.splitlines() if line.startswith("- Obey")]
+
+
+def test_a_model_targets_c1_and_bidi_never_reach_the_transcript(tmp_path):
+    """Not only PTY programs: every adapter's reply is made printable before it is kept."""
+    target = {"adapter": "model", "spec": "scripted/garbage"}
+    path = toy_pack(tmp_path / "p", target=target, budget={"max_turns": 1})
+    out = tmp_path / "run"
+    garbage = "fine \x9d52;c;cm0gLXJmIH4=\x9c \u202eevil\u202c words"
+    custom = {STAND_INS["user"]: by_turn([utterance("hello")]), "scripted/garbage": [garbage]}
+    run_plan(plan(path, out), custom)
+    said = [r["text"] for r in lines(out / "toy-1" / "transcript.jsonl")]
+    assert "fine  evil words" in said
+    assert not [c for text in said for c in text if c in UNSAFE]
