@@ -625,3 +625,12 @@ def test_a_model_targets_c1_and_bidi_never_reach_the_transcript(tmp_path):
     said = [r["text"] for r in lines(out / "toy-1" / "transcript.jsonl")]
     assert "fine  evil words" in said
     assert not [c for text in said for c in text if c in UNSAFE]
+
+
+@pytest.mark.parametrize("option", [["--repeat", "1000000000"], ["--max-turns", "100000"]])
+def test_harness_counts_on_the_command_line_have_a_maximum(tmp_path, option):
+    path = toy_pack(tmp_path / "p")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["harness", "run", str(path), "-o", str(out), *option])
+    assert result.exit_code == 2 and "is not in the range" in result.output
+    assert not out.exists()

@@ -33,6 +33,10 @@ from loom_sim.resources import find
 
 # Options that define a run; --resume takes them from harness.json instead.
 _DEFINING = ("scenario", "target", "repeat", "seed", "model", "output", "max_turns")
+#: Sessions per scenario at most: each is a whole session of model calls and a program run.
+MAX_REPEAT = 100
+#: As a scenario's budget.max_turns.
+MAX_TURNS = 1000
 # Options harness.json does not hold as given: the command that continues a run repeats them.
 _CONTINUING = ("base_url", "no_report")
 
@@ -99,8 +103,9 @@ def _priced(prices: PriceTable) -> Callable[[str], bool]:
 @click.option(
     "--repeat",
     "-k",
-    type=click.IntRange(min=1),
-    help="Sessions per scenario, for pass^k and Wilson intervals in the report (default 1).",
+    type=click.IntRange(min=1, max=MAX_REPEAT),
+    help="Sessions per scenario, for pass^k and Wilson intervals in the report (default 1, "
+    f"at most {MAX_REPEAT}).",
 )
 @click.option("--seed", type=int, help="Fixes every random choice (default: random, recorded).")
 @click.option(
@@ -111,7 +116,11 @@ def _priced(prices: PriceTable) -> Callable[[str], bool]:
     help="The model of a role: user, reflector, evaluator (default: the pack's, else "
     "local/smollm2).",
 )
-@click.option("--max-turns", type=click.IntRange(min=1), help="Cap every scenario's turns.")
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1, max=MAX_TURNS),
+    help="Cap every scenario's turns.",
+)
 @click.option(
     "--output",
     "-o",
