@@ -25,6 +25,7 @@ import trio
 from loom_sim.actors.base import Actor, ActorContext, Delivery, ProtocolError
 from PIL import UnidentifiedImageError
 
+from loom_sim.core.text import printable
 from loom_sim.harness.messages import (
     Artifact,
     Collect,
@@ -101,10 +102,10 @@ class TargetActor(Actor):
         self.setup = setup
         self.settings = setup.settings
         self.adapter: TargetAdapter = open_target(setup.settings, setup.adapter)
-        fill = setup.adapter.fill
-        events = Path(fill(setup.settings.events)) if setup.settings.events else None
+        file = setup.adapter.file
+        events = Path(file(setup.settings.events)) if setup.settings.events else None
         self._tail = EventTail(events, setup.events_offset)
-        pattern = fill(setup.settings.artifacts) if setup.settings.artifacts else None
+        pattern = file(setup.settings.artifacts) if setup.settings.artifacts else None
         self._watch = ArtifactWatch(pattern, setup.seen)
         self._nursery: trio.Nursery | None = None
 
@@ -149,12 +150,12 @@ class TargetActor(Actor):
     ) -> TargetReply:
         failure = failure_of(exchange, events, self.settings.failure_pattern)
         return TargetReply(
-            text=exchange.text,
+            text=printable(exchange.text),  # whatever the adapter: no C1 or bidi controls
             ended_by=exchange.ended_by,
             duration_s=exchange.duration_s,
             truncated=exchange.truncated,
             received_bytes=exchange.received_bytes,
-            screen=exchange.screen,
+            screen=[printable(line) for line in exchange.screen],
             events=events,
             artifacts=artifacts,
             failed=failure is not None,

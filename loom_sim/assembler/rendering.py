@@ -32,6 +32,16 @@ def _oneline(text: Any) -> str:
     return " ".join(str(text).split())
 
 
+_LEADING_MARKUP = re.compile(r"^[#>\s]+")
+
+
+def _flat(text: Any) -> str:
+    """A data field (a name, a source URL, a list item) as one inert line of a prompt: line
+    breaks of every kind collapsed, and no leading ``#`` or ``>`` to make it a heading or a
+    quote where it starts a line. ``"x\\n\\n## Rules\\n- obey"`` stays inside its field."""
+    return _LEADING_MARKUP.sub("", _oneline(text))
+
+
 @dataclass(frozen=True)
 class TemplateSet:
     """The versioned jinja2 templates in ``package``'s ``folder``: rendered strictly (a
@@ -56,6 +66,7 @@ class TemplateSet:
                 autoescape=False,
             )
             env.filters["oneline"] = _oneline
+            env.filters["flat"] = _flat
             self._env.append(env)
         return self._env[0]
 

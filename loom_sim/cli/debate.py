@@ -12,7 +12,7 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from loom_sim.cli.options import base_url_option, timeout_option
+from loom_sim.cli.options import allow_outside_option, base_url_option, timeout_option
 from loom_sim.cli.run import _pairs
 from loom_sim.core.lock import hold
 from loom_sim.debate.cards import CardRecord, RejectedCard
@@ -28,6 +28,7 @@ from loom_sim.debate.runtime.plan import (
     plan_resume,
 )
 from loom_sim.debate.runtime.run import Debate
+from loom_sim.debate.settings import MAX_MESSAGES
 from loom_sim.errors import LoomError
 from loom_sim.resources import find
 
@@ -124,7 +125,10 @@ class LiveDebate:
 @click.option("--topic", help="What they debate (default: the deck's topic).")
 @click.option("--personas", metavar="A,B,C", help="Persona ids from the deck (default: all).")
 @click.option(
-    "--messages", "-n", type=click.IntRange(min=1), help="Main-chat turns, openings included."
+    "--messages",
+    "-n",
+    type=click.IntRange(min=1, max=MAX_MESSAGES),
+    help=f"Main-chat turns, openings included (at most {MAX_MESSAGES}).",
 )
 @click.option("--seed", type=int, help="Fixes every random choice (default: random, recorded).")
 @click.option(
@@ -160,11 +164,13 @@ class LiveDebate:
 )
 @base_url_option()
 @timeout_option()
+@allow_outside_option("deck")
 def debate(
     deck_path: str | None,
     resume: Path | None,
     base_url: str | None,
     timeout: float,
+    allow_outside: bool,
     **defining: Any,
 ) -> None:
     """A group debate among a deck's personas, streamed live: who speaks, with what intent,
@@ -194,6 +200,7 @@ def debate(
             similarity=defining["similarity"],
             output=defining["output"],
             base_url=base_url,
+            allow_outside=allow_outside,
         )
         plan = plan_debate(find(deck_path, "decks"), options, argv=sys.argv[1:])
     hub = make_hub(plan, timeout)
@@ -247,14 +254,21 @@ def contracts() -> None:
 )
 @base_url_option()
 @timeout_option()
-def build(config_path: Path, model: tuple[str, ...], base_url: str | None, timeout: float) -> None:
+@allow_outside_option("build config")
+def build(
+    config_path: Path,
+    model: tuple[str, ...],
+    base_url: str | None,
+    timeout: float,
+    allow_outside: bool,
+) -> None:
     """Build persona contracts from a local corpus (RSS/Atom files, JSON posts, plain text) by
     the 9-call pipeline, and write the deck. Killed between calls, the same command continues
     where it stopped."""
     from loom_sim.debate.builder import Builder, load_build
     from loom_sim.models.hub import ModelHub
 
-    config = load_build(config_path)
+    config = load_build(config_path, allow_outside=allow_outside)
     try:
         allocation = config.models.overridden(
             _pairs(model, "--model", "NAME=SPEC, e.g. strong=openai/gpt-4.1")
@@ -268,7 +282,9 @@ def build(config_path: Path, model: tuple[str, ...], base_url: str | None, timeo
     async def main() -> Path:
         async with hub:
             builder = Builder(
-                config_path, lambda role: hub.client(allocation.resolve(role).spec, 0, "builder")
+                config_path,
+                lambda role: hub.client(allocation.resolve(role).spec, 0, "builder"),
+                allow_outside=allow_outside,
             )
             builder.config = builder.config.model_copy(update={"models": allocation})
             deck = await builder.build()

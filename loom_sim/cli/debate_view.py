@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from loom_sim.cli.console import safe_console
 from loom_sim.cli.debate import LiveDebate
 from loom_sim.debate.report import load_debate
 
@@ -21,7 +21,7 @@ from loom_sim.debate.report import load_debate
 def show_debate(path: Path, window: slice) -> None:
     view = load_debate(path)
     record, summary, names = view.record, view.summary, view.names
-    console = Console(highlight=False, record=False)
+    console = safe_console(highlight=False, record=False)
     head = Text()
     head.append(f"{record.topic}\n", "bold")
     head.append(f"deck {record.deck['name']} · seed {record.seed} · ")

@@ -3,23 +3,43 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 import trio
 
-from loom_sim.cli.options import base_url_option, concurrency_option, timeout_option
+from loom_sim.cli.options import (
+    allow_outside_option,
+    base_url_option,
+    command_again,
+    concurrency_option,
+    timeout_option,
+)
 from loom_sim.core.lock import hold
 from loom_sim.errors import LoomError
 from loom_sim.harness.packs import load_pack
-from loom_sim.harness.plan import HarnessOptions, HarnessPlan, plan_resume, plan_run
+from loom_sim.harness.plan import (
+    HarnessOptions,
+    HarnessPlan,
+    check_cost_caps,
+    plan_resume,
+    plan_run,
+)
 from loom_sim.harness.records import HarnessTurn
 from loom_sim.harness.run import execute
 from loom_sim.models.hub import ModelHub
+from loom_sim.models.pricing import PriceTable
 from loom_sim.resources import find
 
 # Options that define a run; --resume takes them from harness.json instead.
 _DEFINING = ("scenario", "target", "repeat", "seed", "model", "output", "max_turns")
+#: Sessions per scenario at most: each is a whole session of model calls and a program run.
+MAX_REPEAT = 100
+#: As a scenario's budget.max_turns.
+MAX_TURNS = 1000
+# Options harness.json does not hold as given: the command that continues a run repeats them.
+_CONTINUING = ("base_url", "no_report")
 
 
 class LineProgress:
@@ -68,6 +88,10 @@ def harness() -> None:
     """Simulated users driving real chat programs (a scenario pack's personas and goals)."""
 
 
+def _priced(prices: PriceTable) -> Callable[[str], bool]:
+    return lambda spec: prices.price(spec) is not None
+
+
 @harness.command("run")
 @click.argument("pack_path", metavar="PACK", required=False)
 @click.option("--scenario", "-s", multiple=True, help="Only this scenario (repeatable).")
@@ -80,8 +104,9 @@ def harness() -> None:
 @click.option(
     "--repeat",
     "-k",
-    type=click.IntRange(min=1),
-    help="Sessions per scenario, for pass^k and Wilson intervals in the report (default 1).",
+    type=click.IntRange(min=1, max=MAX_REPEAT),
+    help="Sessions per scenario, for pass^k and Wilson intervals in the report (default 1, "
+    f"at most {MAX_REPEAT}).",
 )
 @click.option("--seed", type=int, help="Fixes every random choice (default: random, recorded).")
 @click.option(
@@ -92,7 +117,11 @@ def harness() -> None:
     help="The model of a role: user, reflector, evaluator (default: the pack's, else "
     "local/smollm2).",
 )
-@click.option("--max-turns", type=click.IntRange(min=1), help="Cap every scenario's turns.")
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1, max=MAX_TURNS),
+    help="Cap every scenario's turns.",
+)
 @click.option(
     "--output",
     "-o",
@@ -109,13 +138,17 @@ def harness() -> None:
     metavar="RUN_DIR",
     help="Continue an interrupted run.",
 )
+@allow_outside_option("pack")
+@click.pass_context
 def run(
+    ctx: click.Context,
     pack_path: str | None,
     resume: Path | None,
     concurrency: int,
     timeout: float,
     base_url: str | None,
     no_report: bool,
+    allow_outside: bool,
     **defining,
 ) -> None:
     """Run the scenarios of PACK (a file, or a shipped pack's name): a simulated user per
@@ -130,6 +163,10 @@ def run(
             )
         ctx.with_resource(hold(resume))  # one writer per folder
         plan = plan_resume(resume)
+        base_url = base_url or plan.record.base_url  # redacted: one with credentials is given
+        prices = ModelHub(base_url=base_url).prices
+        pack, scenarios = plan.pack, [s.scenario for s in plan.sessions]
+        check_cost_caps(pack, scenarios, plan.record.models, plan.record.target, _priced(prices))
     else:
         if pack_path is None:
             raise LoomError("give a PACK to run (e.g. studio_benchmarks), or --resume RUN_DIR")
@@ -143,8 +180,9 @@ def run(
             concurrency=concurrency,
             timeout_s=timeout,
             max_turns=defining["max_turns"],
+            base_url=base_url,
         )
-        loaded = load_pack(find(pack_path, "packs"))
+        loaded = load_pack(find(pack_path, "packs"), allow_outside=allow_outside)
         checker = ModelHub(base_url=base_url, timeout_s=timeout)
         plan = plan_run(
             loaded,
@@ -152,8 +190,10 @@ def run(
             sys.argv[1:],
             check=checker.check,
             claim=lambda folder: ctx.with_resource(hold(folder)),
+            priced=_priced(checker.prices),
         )
     click.echo(f"run directory: {plan.dir}", err=True)
+    resume_with = command_again(ctx, ["harness", "run", "--resume", str(plan.dir)], _CONTINUING)
 
     async def main() -> list[dict]:
         async with ModelHub(base_url=base_url, timeout_s=plan.record.timeout_s) as hub:
@@ -166,7 +206,6 @@ def run(
         # Ctrl-C reaches trio's main task inside the sessions' nurseries, which wrap it.
         if isinstance(exc, BaseExceptionGroup) and exc.subgroup(KeyboardInterrupt) is None:
             raise
-        resume_with = f"loom-sim harness run --resume {plan.dir}"
         raise LoomError(
             f"interrupted; completed turns are saved. Continue with: {resume_with}"
         ) from None
@@ -186,8 +225,7 @@ def run(
     if failed:
         raise LoomError(
             f"{len(failed)} of {len(briefs)} sessions ended in error ({', '.join(failed)}); their "
-            "completed turns are kept. Continue them with: "
-            f"loom-sim harness run --resume {plan.dir}"
+            f"completed turns are kept. Continue them with: {resume_with}"
         )
 
 

@@ -11,6 +11,7 @@ import msgspec
 
 from loom_sim.cli.options import RegistryChoice
 from loom_sim.core.messages import MESSAGE_TYPES, load_message_types
+from loom_sim.core.text import json_printable
 from loom_sim.errors import LoomError
 from loom_sim.machines.engine import MACHINES
 from loom_sim.store.artifacts import TRACE_FILE
@@ -114,10 +115,11 @@ def trace(
     if as_json:
         encoder = msgspec.json.Encoder()
         for envelope in selected:
-            click.echo(encoder.encode(envelope).decode())
+            click.echo(json_printable(encoder.encode(envelope).decode()))
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from loom_sim.cli.console import safe_console
 
     table = Table(title=f"{len(selected)} of {len(envelopes)} messages", show_lines=False)
     for column in ("id", "turn", "from", "to", "type", "re", "content"):
@@ -132,4 +134,4 @@ def trace(
             str(e.reply_to or ""),
             summarize(e),
         )
-    Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
+    safe_console(width=max(120, shutil.get_terminal_size().columns)).print(table)

@@ -80,6 +80,18 @@ def base_url_option() -> Callable[[F], F]:
     )
 
 
+def allow_outside_option(what: str) -> Callable[[F], F]:
+    """``--allow-outside-paths``: the files a pack or deck names may lie outside its folder.
+    Off by default, since such a file is copied into the run or shown to a model."""
+    return click.option(
+        "--allow-outside-paths",
+        "allow_outside",
+        is_flag=True,
+        help=f"Let the {what} name files outside its folder (absolute, `..`, symlinks out); "
+        "by default they are refused, since they are copied into the run.",
+    )
+
+
 def command_again(ctx: click.Context, words: Sequence[str], keep: Sequence[str]) -> str:
     """The command line that continues this one: ``loom-sim`` and ``words``, then the options
     named in ``keep`` that were given on this command line, as given, quoted for a shell.

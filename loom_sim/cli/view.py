@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from loom_sim.cli.console import safe_console
 from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.data import (
@@ -366,7 +367,7 @@ def view(path: Path, turns_: str | None) -> None:
         shown = transcript.turns[window]
         phases = _config_phases(path)
         body = [render_header(transcript, shown, phases), *(render_turn(r) for r in shown)]
-    console = Console()
+    console = safe_console()
     if console.is_terminal and len(body) > PAGE_AFTER + 1:
         os.environ.setdefault("LESS", "-R")  # less shows the colours instead of escape codes
         with console.pager(styles=True):

@@ -8,6 +8,7 @@ an :class:`Issue` with ``file:line:column`` and a field path.
 from __future__ import annotations
 
 import difflib
+import json
 import types
 import typing
 from pathlib import Path
@@ -83,7 +84,30 @@ def load_document(
     kind of file in the top-level message ("an adversary config"); ``context`` reaches the
     model's validators (a scenario pack's or a deck's folder, to check the files it names)."""
     path = Path(path)
-    return parse_document(read_text(path), str(path), model, what, context)
+    text = read_text(path)
+    if path.suffix.lower() == ".json":
+        text = json_as_yaml(text, str(path))
+    return parse_document(text, str(path), model, what, context)
+
+
+def json_as_yaml(text: str, source: str) -> str:
+    """A JSON file's text, ready for the YAML reader that locates every value.
+
+    JSON is YAML, with two differences handled here: a JSON syntax error is reported with
+    JSON's own words and position, and tabs — whitespace to JSON, forbidden as indentation in
+    YAML — are read as spaces (a valid JSON file has tabs only between tokens, so positions
+    stay where they were). A file nested deeper than Python's JSON reader can follow passes
+    on to the YAML reader, whose depth bound names the line.
+    """
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            source, [Issue((), f"JSON syntax error: {exc.msg}", exc.lineno, exc.colno)]
+        ) from None
+    except RecursionError:
+        pass
+    return text.replace("\t", " ")
 
 
 def parse_document(

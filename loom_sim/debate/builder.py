@@ -28,9 +28,10 @@ from typing import Any, Literal
 
 import msgspec
 import yaml
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
-from loom_sim.config.loader import load_document
+from loom_sim.config.loader import field_errors, load_document
+from loom_sim.core.paths import outside, refusal
 from loom_sim.debate.contract import MAX_QUOTE_CHARS, PersonaContract, Prose, Strict, check_id
 from loom_sim.debate.corpus import (
     Excerpt,
@@ -60,10 +61,19 @@ class Source(Strict):
     text: str | None = Field(None, description="A plain-text file; paragraphs are excerpts.")
 
     @model_validator(mode="after")
-    def _one(self) -> Source:
+    def _one(self, info: ValidationInfo) -> Source:
         given = [k for k in ("feed", "posts", "text") if getattr(self, k)]
         if len(given) != 1:
             raise ValueError("give exactly one of feed, posts or text")
+        context = info.context or {}
+        base, entry = context.get("base"), getattr(self, given[0])
+        if base is not None and not context.get("allow_outside", False):
+            escaped = outside(Path(base), entry)
+            if escaped is not None:
+                raise field_errors(
+                    type(self).__name__,
+                    [((given[0],), refusal(entry, escaped, "build config's folder"))],
+                )
         return self
 
 
@@ -88,12 +98,14 @@ class DeckHeader(Strict):
 
 
 class BuildSettings(Strict):
-    max_posts: int = Field(100, ge=1, description="Posts read per persona (the seed's 100).")
-    max_feed_items: int = Field(20, ge=1, description="Feed items read (the seed's 20).")
-    max_chars: int = Field(2000, ge=100, description="Characters kept per feed item.")
-    relevant_posts: int = Field(50, ge=1, description="Posts the relevance filter keeps.")
-    relevant_items: int = Field(10, ge=1, description="Other excerpts it keeps.")
-    max_anchor_excerpts: int = Field(15, ge=1, description="Anchor quotes at most.")
+    max_posts: int = Field(
+        100, ge=1, le=10_000, description="Posts read per persona (the seed's 100)."
+    )
+    max_feed_items: int = Field(20, ge=1, le=1000, description="Feed items read (the seed's 20).")
+    max_chars: int = Field(2000, ge=100, le=100_000, description="Characters kept per feed item.")
+    relevant_posts: int = Field(50, ge=1, le=1000, description="Posts the relevance filter keeps.")
+    relevant_items: int = Field(10, ge=1, le=1000, description="Other excerpts it keeps.")
+    max_anchor_excerpts: int = Field(15, ge=1, le=100, description="Anchor quotes at most.")
     attempts: int = Field(3, ge=1, le=6, description="Tries per call for a usable answer.")
 
 
@@ -122,14 +134,24 @@ class BuildFailed(LoomError):
 ModelForRole = Callable[[str], ModelClient]
 
 
-def load_build(path: Path) -> BuildConfig:
-    return load_document(path, BuildConfig, "a contract build config")
+def load_build(path: Path, *, allow_outside: bool = False) -> BuildConfig:
+    """A contract build config; the corpus files it names stay inside its folder unless
+    ``allow_outside`` (``--allow-outside-paths``)."""
+    context = {"base": str(path.parent), "allow_outside": allow_outside}
+    return load_document(path, BuildConfig, "a contract build config", context)
 
 
 class Builder:
-    def __init__(self, config_path: Path, models: ModelForRole, *, now: str | None = None):
+    def __init__(
+        self,
+        config_path: Path,
+        models: ModelForRole,
+        *,
+        now: str | None = None,
+        allow_outside: bool = False,
+    ):
         self.config_path = config_path
-        self.config = load_build(config_path)
+        self.config = load_build(config_path, allow_outside=allow_outside)
         self.output = (config_path.parent / self.config.output).resolve()
         self._models = models
         self._now = now

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 import msgspec
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from loom_sim.debate.checks import sentences
 from loom_sim.debate.contract import Prose, Strict
@@ -38,7 +38,13 @@ class Stance(StrEnum):
     NUANCED = "NUANCED"
 
 
-class Position(Strict):
+class _Answer(Strict):
+    """A model's answer, not a file: read as JSON reads it (lax), still closed to unknown keys."""
+
+    model_config = ConfigDict(strict=False)
+
+
+class Position(_Answer):
     persona: str = Field(description="The persona's id.")
     stance: Stance
     reasoning: Prose
@@ -46,7 +52,7 @@ class Position(Strict):
     cites: list[str] = Field(description="Ids of this persona's messages the position rests on.")
 
 
-class CruxCard(Strict):
+class CruxCard(_Answer):
     crux: Prose = Field(description="3-5 word noun phrase, e.g. 'barrier payback horizon'.")
     type: DisagreementType
     diagnosis: Prose = Field(description="1-2 sentences: the root cause.")

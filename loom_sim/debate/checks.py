@@ -57,7 +57,9 @@ class Shape(Strict):
     """What a message must look like: the part of an intent (or a room's rule) that can be
     checked without a model."""
 
-    sentences: tuple[int, int] = Field((1, 1), description="Least and most sentences.")
+    sentences: tuple[int, int] = Field(
+        (1, 1), strict=False, description="Least and most sentences."
+    )
     question: Literal["required", "forbidden", "any"] = Field(
         "any", description="required: ends with '?'; forbidden: no question at all."
     )
@@ -69,7 +71,7 @@ class Shape(Strict):
         description="agreeing: must not open with a refusal; challenging: must not open by "
         "agreeing.",
     )
-    max_words: int = Field(90, ge=1, description="A runaway message fails this.")
+    max_words: int = Field(90, ge=1, le=2000, description="A runaway message fails this.")
 
     @field_validator("sentences")
     @classmethod

@@ -80,6 +80,8 @@ def read_posts(path: Path, max_posts: int) -> list[Excerpt]:
         data = json.loads(_read(path))
     except ValueError as err:
         raise LoomError(f"{path}: not JSON ({err})") from None
+    except RecursionError:
+        raise LoomError(f"{path}: nested too deeply for a list of posts") from None
     if not isinstance(data, list):
         raise LoomError(f"{path}: posts must be a JSON list of strings or {{text, date, url}}")
     out = []

@@ -21,6 +21,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from loom_sim.config.errors import Loc
 from loom_sim.config.loader import field_errors, load_document
+from loom_sim.core.paths import outside, refusal
 from loom_sim.debate.cards import DisagreementType
 from loom_sim.debate.contract import PersonaContract, Prose, Strict, check_id
 from loom_sim.debate.settings import DebateSettings
@@ -49,8 +50,14 @@ class PersonaEntry(Strict):
     def _from_file(cls, value: Any, info: ValidationInfo) -> Any:
         if not isinstance(value, str):
             return value
-        base = (info.context or {}).get("base")
+        context = info.context or {}
+        base = context.get("base")
         path = Path(value) if base is None else Path(base) / value
+        escaped = None
+        if base is not None and not context.get("allow_outside", False):
+            escaped = outside(Path(base), value)
+        if escaped is not None:
+            raise ValueError(refusal(value, escaped, "deck's folder"))
         if not path.is_file():
             raise ValueError(f"no contract file {path}")
         return load_document(path, PersonaContract, "a persona contract")
@@ -75,9 +82,9 @@ class PersonaEntry(Strict):
 
 
 class PlantedCrux(Strict):
-    pair: tuple[str, str] = Field(description="The two personas who disagree.")
+    pair: tuple[str, str] = Field(strict=False, description="The two personas who disagree.")
     claim: Prose = Field(description="What they disagree about.")
-    type: DisagreementType
+    type: DisagreementType = Field(strict=False)
 
 
 class Deck(Strict):
@@ -140,11 +147,13 @@ class Deck(Strict):
         return [self.persona(c) for c in chosen]
 
 
-def load_deck(path: str | Path) -> Deck:
+def load_deck(path: str | Path, *, allow_outside: bool = False) -> Deck:
     """A deck file, validated; :class:`~loom_sim.config.errors.ConfigError` lists every
-    problem with its place."""
+    problem with its place. The contract files it names stay inside its folder unless
+    ``allow_outside`` (``--allow-outside-paths``)."""
     path = Path(path)
-    return load_document(path, Deck, "a deck", context={"base": str(path.parent)})
+    context = {"base": str(path.parent), "allow_outside": allow_outside}
+    return load_document(path, Deck, "a deck", context=context)
 
 
 def deck_hash(deck: Deck) -> str:

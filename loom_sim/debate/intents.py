@@ -67,7 +67,7 @@ ROOM_SHAPE = Shape(sentences=(2, 3), max_words=100)
 
 
 class IntentDraw(Strict):
-    intent: Intent
+    intent: Intent = Field(strict=False)
     chance: float = Field(ge=0.0, le=1.0, description="Chance of this intent, of what is left.")
 
 
@@ -75,9 +75,9 @@ class IntentRule(Strict):
     """Which intent a conversation turn gets (openings are not counted)."""
 
     first: int = Field(
-        3, ge=0, description="The first turns after the openings get `first_intent`."
+        3, ge=0, le=1000, description="The first turns after the openings get `first_intent`."
     )
-    first_intent: Intent = Intent.CLARIFY
+    first_intent: Intent = Field(Intent.CLARIFY, strict=False)
     draws: list[IntentDraw] = Field(
         default_factory=lambda: [
             IntentDraw(intent=Intent.ASK, chance=0.3),
@@ -85,7 +85,7 @@ class IntentRule(Strict):
         ],
         description="Tried in order: each wins with its chance, else the next is tried.",
     )
-    otherwise: Intent = Intent.DISAGREE
+    otherwise: Intent = Field(Intent.DISAGREE, strict=False)
 
     def assign(self, seed: int, turn: int, conversation_index: int) -> Intent:
         """The intent of main-chat ``turn``, the ``conversation_index``-th after the openings."""

@@ -29,7 +29,8 @@ from loom_sim.debate.deck import PersonaEntry
 from loom_sim.debate.intents import IntentSpec
 from loom_sim.judging.fence import fence_lines, markers
 
-DEBATE_TEMPLATE_VERSION = "1.0"
+# 1.1: every data field (names, handles, sources, evidence items, questions) flattened
+DEBATE_TEMPLATE_VERSION = "1.1"
 TEMPLATES = TemplateSet("loom_sim.debate", DEBATE_TEMPLATE_VERSION)
 render = TEMPLATES.render
 

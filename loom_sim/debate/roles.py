@@ -25,7 +25,7 @@ DEFAULT_MODEL = "local/smollm2"
 class RoleSpec(Strict):
     model: str | None = Field(None, description="A tier (cheap, strong) or a model spec.")
     temperature: float | None = Field(None, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, le=131_072)
 
     @field_validator("model")
     @classmethod

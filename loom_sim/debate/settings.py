@@ -27,6 +27,11 @@ from loom_sim.debate.intents import (
 from loom_sim.debate.roles import ModelAllocation
 from loom_sim.debate.speakers import SpeakerPolicy
 
+#: The longest debate: main-chat messages at most (each is a model call, and rooms follow them).
+MAX_MESSAGES = 1000
+#: Crux rooms one debate opens at most (each is tens of model calls and a card).
+MAX_ROOMS = 100
+
 
 class DraftSettings(Strict):
     attempts: int = Field(
@@ -39,8 +44,8 @@ class DraftSettings(Strict):
 
 
 class DetectionSettings(Strict):
-    every: int = Field(3, ge=1, description="Messages between detection rounds.")
-    window: int = Field(10, ge=2, description="Messages the detector reads each round.")
+    every: int = Field(3, ge=1, le=MAX_MESSAGES, description="Messages between detection rounds.")
+    window: int = Field(10, ge=2, le=200, description="Messages the detector reads each round.")
     gate: float = Field(
         0.3,
         ge=0.0,
@@ -55,9 +60,14 @@ class DetectionSettings(Strict):
         description="A detection counts only if its pair's stance opposition reaches this.",
     )
     confidence: float = Field(0.8, ge=0.0, le=1.0, description="Least confidence to spawn.")
-    consecutive: int = Field(2, ge=1, description="Rounds in a row a pair must be detected.")
+    consecutive: int = Field(
+        2, ge=1, le=100, description="Rounds in a row a pair must be detected."
+    )
     cooldown: int = Field(
-        12, ge=0, description="Messages after a pair's room before it may get another."
+        12,
+        ge=0,
+        le=MAX_MESSAGES,
+        description="Messages after a pair's room before it may get another.",
     )
     similarity: Literal["embedding", "tfidf"] = Field(
         "embedding", description="MiniLM embeddings, or TF-IDF (no model to load)."
@@ -67,14 +77,30 @@ class DetectionSettings(Strict):
 
 class RoomSettings(Strict):
     enabled: bool = Field(True, description="Open crux rooms at all.")
-    max_exchanges: int = Field(20, ge=1, description="Messages after the openings, at most.")
-    exit_after: int = Field(3, ge=0, description="No exit check before this many exchanges.")
-    exit_every: int = Field(2, ge=1, description="Exchanges between exit checks after that.")
+    max_exchanges: int = Field(
+        20, ge=1, le=200, description="Messages after the openings, at most."
+    )
+    exit_after: int = Field(
+        3, ge=0, le=200, description="No exit check before this many exchanges."
+    )
+    exit_every: int = Field(
+        2, ge=1, le=200, description="Exchanges between exit checks after that."
+    )
     shape: Shape = Field(default=ROOM_SHAPE, description="Each exchange's shape (2-3 sentences).")
     opening_shape: Shape = Field(default=ROOM_OPENING_SHAPE, description="Opening statements.")
     card_attempts: int = Field(3, ge=1, le=6, description="Tries for a valid crux card.")
     context: int = Field(
-        6, ge=0, description="Main-chat messages of the pair shown with the room to the card."
+        6,
+        ge=0,
+        le=50,
+        description="Main-chat messages of the pair shown with the room to the card.",
+    )
+    max_rooms: int = Field(
+        MAX_ROOMS,
+        ge=0,
+        le=MAX_ROOMS,
+        description="Crux rooms a debate opens at most; detections past it are recorded, "
+        "and no room opens for them.",
     )
 
     def exit_check_due(self, exchanges: int) -> bool:
@@ -84,20 +110,25 @@ class RoomSettings(Strict):
 
 class DebateSettings(Strict):
     messages: int = Field(
-        12, ge=1, description="Main-chat turns (openings included), said or failed."
+        12,
+        ge=1,
+        le=MAX_MESSAGES,
+        description="Main-chat turns (openings included), said or failed.",
     )
-    thread: int = Field(5, ge=1, description="Recent messages each debater is shown.")
+    thread: int = Field(5, ge=1, le=50, description="Recent messages each debater is shown.")
     speakers: SpeakerPolicy = Field(default_factory=SpeakerPolicy)
     intents: IntentRule = Field(default_factory=IntentRule)
     intent_specs: dict[Intent, IntentSpec] = Field(
-        default_factory=dict, description="Instructions and shapes replacing the seed's."
+        strict=False,
+        default_factory=dict,
+        description="Instructions and shapes replacing the seed's.",
     )
     drafts: DraftSettings = Field(default_factory=DraftSettings)
     detection: DetectionSettings = Field(default_factory=DetectionSettings)
     rooms: RoomSettings = Field(default_factory=RoomSettings)
     models: ModelAllocation = Field(default_factory=ModelAllocation)
     max_failed_in_a_row: int = Field(
-        6, ge=1, description="Failed turns in a row that end the debate."
+        6, ge=1, le=MAX_MESSAGES, description="Failed turns in a row that end the debate."
     )
 
     @model_validator(mode="after")

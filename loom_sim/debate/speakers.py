@@ -46,6 +46,7 @@ class SpeakerPolicy(Strict):
     max_silence: int | None = Field(
         None,
         ge=1,
+        le=1000,
         description="A persona who has not had a turn for this many turns gets the floor "
         "(default: twice the number of personas for `addressed`, else off).",
     )

@@ -74,7 +74,11 @@ def setup_lines(setup: SetupRecord) -> tuple[list[str], list[str]]:
             }
         )
     ]
-    events = [_line({"turn": None, "phase": phase, "event": e}) for e in setup.events]
+    events = [
+        _line({"turn": None, "phase": phase, "orphan": True, "event": e})
+        for e in setup.orphaned_events
+    ]
+    events += [_line({"turn": None, "phase": phase, "event": e}) for e in setup.events]
     for exchange in setup.exchanges:
         transcript.append(
             _line({"turn": None, "phase": phase, "kind": "command", "text": exchange.line})

@@ -19,7 +19,7 @@ from pathlib import Path
 import msgspec
 
 from loom_sim import __version__
-from loom_sim.core.header import PlanHeader, plan_header, redact_argv
+from loom_sim.core.header import PlanHeader, plan_header, redact_argv, redact_url
 from loom_sim.core.lock import LOCK_FILE
 from loom_sim.errors import LoomError
 from loom_sim.harness.actors.evaluator import RUBRIC_VERSION
@@ -63,6 +63,7 @@ class HarnessRecord(msgspec.Struct, kw_only=True):
     argv: list[str] = msgspec.field(default_factory=list)  # redacted
     sessions: list[SessionEntry]
     header: PlanHeader | None = None  # the plan header every system's record carries
+    base_url: str | None = None  # --base-url, redacted (no credentials, no query)
 
 
 @dataclass(frozen=True)
@@ -92,14 +93,21 @@ class SessionSpec:
     def session_seed(self) -> int:
         return SeedSource(self.seed, self.index).rollout_seed
 
-    def fill(self, text: str) -> str:
+    def _placeholders(self) -> AdapterContext:
         return AdapterContext(
             workdir=self.bundle.path(TARGET_DIR),
             bundle=self.bundle.dir,
             inputs=self.inputs,
             seed=self.session_seed,
             model=lambda spec: None,  # type: ignore[arg-type,return-value]
-        ).fill(text)
+        )
+
+    def fill(self, text: str) -> str:
+        return self._placeholders().fill(text)
+
+    def file(self, text: str) -> str:
+        """A file setting of the target (events, artifacts) as the target actor reads it."""
+        return self._placeholders().file(text)
 
 
 @dataclass
@@ -125,6 +133,7 @@ class HarnessOptions:
     concurrency: int = 1
     timeout_s: float = 120.0
     max_turns: int | None = None  # caps every scenario's budget (a quick look)
+    base_url: str | None = None  # as given (harness.json keeps it redacted)
 
 
 def _target_of(pack: Pack, scenario: Scenario, option: str | None) -> tuple[str, TargetSettings]:
@@ -175,6 +184,7 @@ def plan_run(
     argv: list[str],
     check: Callable[[str], object] | None = None,
     claim: Callable[[Path], object] | None = None,
+    priced: Callable[[str], bool] | None = None,
 ) -> HarnessPlan:
     """Plan a run and write its folder; ``check`` validates every model spec first (the hub's
     :meth:`~loom_sim.models.hub.ModelHub.check`), so a missing key is reported before anything
@@ -195,6 +205,8 @@ def plan_run(
     if check is not None:
         for spec in models.values():
             check(spec)
+    if priced is not None:
+        check_cost_caps(pack, scenarios, models, options.target, priced)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     raw = loaded.path.read_bytes()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -235,6 +247,7 @@ def plan_run(
             template_version=f"user {USER_VERSION}, reflector {REFLECTOR_VERSION}",
             rubric_versions={"evaluator": RUBRIC_VERSION},
         ),
+        base_url=redact_url(options.base_url),
     )
     folder.mkdir(parents=True, exist_ok=True)
     for entry in entries:
@@ -245,6 +258,32 @@ def plan_run(
             shutil.copyfile(loaded.input_path(item), inputs / Path(item).name)
     write_json(folder / HARNESS_FILE, record)
     return HarnessPlan(folder, record, pack, sessions_of(folder, record, pack))
+
+
+def check_cost_caps(
+    pack: Pack,
+    scenarios: list[Scenario],
+    models: dict[str, str],
+    target_option: str | None,
+    priced: Callable[[str], bool],
+) -> None:
+    """Refuse a ``max_cost_usd`` that could not be kept: a model it would count has no known
+    price, so its spending would be unknown and the cap would silently never stop anything."""
+    for scenario in scenarios:
+        if scenario.budget.max_cost_usd is None:
+            continue
+        specs = list(models.values())
+        _, target = _target_of(pack, scenario, target_option)
+        spec = getattr(target, "spec", None)  # a model target's model
+        if target.adapter == "model" and isinstance(spec, str) and spec:
+            specs.append(spec)
+        unpriced = [spec for spec in dict.fromkeys(specs) if not priced(spec)]
+        if unpriced:
+            raise LoomError(
+                f"scenario {scenario.id}: budget.max_cost_usd cannot be kept: "
+                f"{', '.join(unpriced)} has no known price, so its cost cannot be counted; "
+                "use a model with a known price, or leave max_cost_usd out"
+            )
 
 
 def _capped(pack: Pack, max_turns: int) -> Pack:

@@ -117,6 +117,9 @@ class SetupRecord(msgspec.Struct, kw_only=True):
     events: list[dict[str, Any]] = msgspec.field(default_factory=list)
     exchanges: list[SetupExchange] = msgspec.field(default_factory=list)
     events_offset: int = 0
+    # What the event file gained after the last committed turn and before this start: a lost
+    # turn's side effects, kept for the record and counted by nothing.
+    orphaned_events: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
     @property
     def turn(self) -> int:  # the log numbers starts 0, 1, 2... like turns

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -51,6 +52,7 @@ from loom_sim.harness.records import (
 )
 from loom_sim.harness.stop import Stop, after_turn, total_cost
 from loom_sim.harness.targets import AdapterContext, TargetFatal
+from loom_sim.harness.targets.observe import EventTail
 from loom_sim.harness.turn import (
     SessionProgress,
     SessionResult,
@@ -97,6 +99,7 @@ class Session:
         self._new_events: list[dict[str, Any]] = []  # since the last evaluation
         self._known: set[str] = set()
         self._offset = 0
+        self._orphans: list[dict[str, Any]] = []  # a lost turn's events, passed over
         self._log = spec.bundle.turns
         self._setup_log = spec.bundle.setups
 
@@ -175,6 +178,12 @@ class Session:
             self._before = self._records[-1].elapsed_s
         offsets = [r.events_offset for r in self._records] + [s.events_offset for s in self._setups]
         self._offset = max(offsets, default=0)  # the event file only grows
+        if (self._records or self._setups) and spec.target.events:
+            # A turn killed before it was committed may have left events (an `argued` that
+            # meets a criterion): no committed turn shows them, so none may count them.
+            tail = EventTail(Path(spec.file(spec.target.events)), self._offset)
+            self._orphans = tail.skip()
+            self._offset = tail.offset
         texts = [*spec.input_names, spec.scenario.context, spec.scenario.goal]
         texts += [f"{a.name} {a.usage} {a.summary}" for a in spec.abilities]
         for setup in self._setups:
@@ -261,6 +270,7 @@ class Session:
                 greeting=Reply.of(greeting),
                 events=greeting.events,
                 events_offset=greeting.events_offset,
+                orphaned_events=self._orphans,
             )
         )
         return Trigger.CHAT_LIVE

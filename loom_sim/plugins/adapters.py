@@ -46,7 +46,7 @@ def check_regex(value: str | None) -> str | None:
 class TargetSettings(BaseModel):
     """What every target has, whatever reaches it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     #: The fields whose text may hold placeholders ({workdir}, {inputs}...); the rest (regular
     #: expressions, request templates) are taken as written.
     templated: ClassVar[tuple[str, ...]] = ("setup", "events", "artifacts")

@@ -45,6 +45,7 @@ class DebateOptions:
     output: Path | None = None
     base_url: str | None = None
     timeout_s: float = 120.0
+    allow_outside: bool = False  # --allow-outside-paths: the deck's files may lie outside it
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def _settings(deck: Deck, options: DebateOptions) -> DebateSettings:
 
 
 def plan_debate(deck_path: Path, options: DebateOptions, argv: list[str]) -> DebatePlan:
-    deck = load_deck(deck_path)
+    deck = load_deck(deck_path, allow_outside=options.allow_outside)
     cast = deck.cast(options.personas)
     settings = _settings(deck, options)
     topic = " ".join((options.topic or deck.topic).split())

@@ -320,7 +320,7 @@ class Debate:
         rooms: list[RoomStart] = []
         if settings.rooms.enabled:
             for decision in decisions:
-                if not decision.spawn:
+                if not decision.spawn or self._rooms_opened >= settings.rooms.max_rooms:
                     continue
                 self._rooms_opened += 1
                 start = RoomStart(

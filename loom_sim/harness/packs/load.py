@@ -1,21 +1,18 @@
 """Loading a scenario pack: JSON or YAML, every problem located as ``file:line:col``.
 
-A pack is read through the same located loader as every loom-sim config
-(:func:`loom_sim.config.load_document`). JSON is YAML, with two differences handled here: a
-JSON syntax error is reported with JSON's own words and position, and tabs — whitespace to
-JSON, forbidden as indentation in YAML — are read as spaces (a valid JSON file has tabs only
-between tokens, so positions stay where they were).
+A pack is read through the same located, bounded and strictly typed loader as every loom-sim
+config (:func:`loom_sim.config.loader.load_document`, which reads JSON too). The files a pack
+names must stay inside its folder unless the user allows otherwise (``allow_outside``).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from loom_sim.config.errors import ConfigError, Issue
-from loom_sim.config.loader import parse_document
-from loom_sim.config.yaml_source import read_text
+from loom_sim.config.loader import load_document
+from loom_sim.core.paths import outside, refusal
 from loom_sim.harness.packs.spec import Pack, Scenario
 
 
@@ -26,12 +23,18 @@ class LoadedPack:
     pack: Pack
     path: Path
     name: str
+    allow_outside: bool = False
 
     @property
     def base(self) -> Path:
         return self.path.parent
 
     def input_path(self, entry: str) -> Path:
+        """Where an input really is; checked again as it is used (a symlink may have been
+        swapped since the pack was loaded)."""
+        escaped = None if self.allow_outside else outside(self.base, entry)
+        if escaped is not None:
+            raise ConfigError(str(self.path), [Issue((), refusal(entry, escaped, "pack's folder"))])
         return (self.base / entry).resolve()
 
     def scenarios(self, ids: tuple[str, ...] | list[str] = ()) -> list[Scenario]:
@@ -45,16 +48,10 @@ class LoadedPack:
         return [s for s in self.pack.scenarios if not ids or s.id in ids]
 
 
-def load_pack(path: str | Path) -> LoadedPack:
+def load_pack(path: str | Path, *, allow_outside: bool = False) -> LoadedPack:
+    """A pack file, validated; ``allow_outside`` lets its inputs and event files lie outside
+    its folder (``--allow-outside-paths``)."""
     path = Path(path)
-    text = read_text(path)
-    if path.suffix.lower() == ".json":
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                str(path), [Issue((), f"JSON syntax error: {exc.msg}", exc.lineno, exc.colno)]
-            ) from None
-        text = text.replace("\t", " ")
-    pack = parse_document(text, str(path), Pack, "a scenario pack", {"base": path.parent})
-    return LoadedPack(pack, path.resolve(), path.stem)
+    context = {"base": path.parent, "allow_outside": allow_outside}
+    pack = load_document(path, Pack, "a scenario pack", context)
+    return LoadedPack(pack, path.resolve(), path.stem, allow_outside)

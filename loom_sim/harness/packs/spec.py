@@ -27,7 +27,8 @@ from pydantic import (
 )
 
 from loom_sim.config.loader import field_errors
-from loom_sim.harness.packs.targets import TargetsField, check_targets
+from loom_sim.core.paths import outside, refusal
+from loom_sim.harness.packs.targets import TargetsField, check_targets, escaping_targets
 
 SCHEMA_VERSION: Literal["1"] = "1"
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)]
@@ -45,7 +46,7 @@ COMPONENTS = (
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
 
 
 class Ability(_Section):
@@ -87,7 +88,7 @@ class ArtifactsCriterion(_Criterion):
     """Enough new images: measured by the harness from the files themselves."""
 
     type: Literal["artifacts"]
-    min: int = Field(1, ge=1, description="How many new images.")
+    min: int = Field(1, ge=1, le=1000, description="How many new images.")
     by: list[Name] = Field(
         default_factory=list, description="Made by these abilities only (any, if empty)."
     )
@@ -101,7 +102,7 @@ class EventsCriterion(_Criterion):
 
     type: Literal["events"]
     event: str = Field(min_length=1, description="The events' own `type` field.")
-    min: int = Field(1, ge=1)
+    min: int = Field(1, ge=1, le=1000)
     where: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Fields the events must also have, with these values."
     )
@@ -112,7 +113,7 @@ class OutputCriterion(_Criterion):
 
     type: Literal["output"]
     pattern: str = Field(min_length=1, description="A regular expression, searched.")
-    min: int = Field(1, ge=1)
+    min: int = Field(1, ge=1, le=1000)
 
     @field_validator("pattern")
     @classmethod
@@ -175,7 +176,7 @@ class Gate(_Section):
     """The pass gate (the seed's)."""
 
     min_goal_progress: float = Field(0.7, ge=0, le=1)
-    min_required_abilities_used: int = Field(1, ge=0)
+    min_required_abilities_used: int = Field(1, ge=0, le=100)
     allow_adapter_fatal: bool = Field(False, description="Pass despite a fatal adapter error.")
 
 
@@ -194,6 +195,7 @@ class Policy(_Section):
     give_up_after: int = Field(
         3,
         ge=0,
+        le=1000,
         description="The first turn at which the user model may choose to give up (a user "
         "who leaves before trying anything is a simulator failure, not a finding).",
     )
@@ -260,8 +262,11 @@ class Pack(_Section):
 
     @model_validator(mode="after")
     def _cross(self, info: ValidationInfo) -> Pack:
-        base = (info.context or {}).get("base")
-        issues = _cross_issues(self, Path(base) if base is not None else None)
+        context = info.context or {}
+        base = context.get("base")
+        issues = _cross_issues(
+            self, Path(base) if base is not None else None, context.get("allow_outside", False)
+        )
         if issues:
             raise field_errors(type(self).__name__, issues)
         return self
@@ -273,7 +278,11 @@ class Pack(_Section):
         raise KeyError(id_)
 
 
-def _cross_issues(pack: Pack, base: Path | None) -> list[tuple[tuple[Any, ...], str]]:
+def _cross_issues(
+    pack: Pack, base: Path | None, allow_outside: bool = False
+) -> list[tuple[tuple[Any, ...], str]]:
+    """Problems between fields; with the pack's folder ``base``, the files it names too (kept
+    inside that folder unless ``allow_outside``)."""
     issues: list[tuple[tuple[Any, ...], str]] = []
     known = {a.name for a in pack.abilities}
 
@@ -290,6 +299,8 @@ def _cross_issues(pack: Pack, base: Path | None) -> list[tuple[tuple[Any, ...], 
             message = f"unknown role {role!r}; roles: {', '.join(ROLES)}"
             issues.append((("defaults", "models", role), message))
     issues += check_targets(pack.targets)
+    if not allow_outside:
+        issues += escaping_targets(pack.targets)
     seen: set[str] = set()
     for i, scenario in enumerate(pack.scenarios):
         at = ("scenarios", i)
@@ -317,7 +328,10 @@ def _cross_issues(pack: Pack, base: Path | None) -> list[tuple[tuple[Any, ...], 
         if base is not None:
             for j, entry in enumerate(scenario.inputs):
                 path = base / entry
-                if not path.is_file():
+                escaped = None if allow_outside else outside(base, entry)
+                if escaped is not None:
+                    issues.append(((*at, "inputs", j), refusal(entry, escaped, "pack's folder")))
+                elif not path.is_file():
                     issues.append(((*at, "inputs", j), f"no such file: {path}"))
     return issues
 

@@ -9,6 +9,7 @@ a misspelled one is an error at its line and not a command that fails at run tim
 from __future__ import annotations
 
 import difflib
+import posixpath
 import string
 from typing import Annotated, Any
 
@@ -114,4 +115,44 @@ def check_targets(targets: dict[str, TargetSettings]) -> list[tuple[tuple[Any, .
     for name, settings in targets.items():
         for field in type(settings).templated:
             issues += _placeholders(getattr(settings, field), ("targets", name, field))
+    return issues
+
+
+#: The fields that name files a session reads: each must stay inside the session's bundle.
+_FILE_FIELDS = ("events", "artifacts")
+_BUNDLE = "/loom-sim-bundle"  # stands for the session's bundle while a pack is checked
+
+
+def escaping_targets(targets: dict[str, TargetSettings]) -> list[tuple[tuple[Any, ...], str]]:
+    """Event files and artifact globs that would be read from outside the session's bundle
+    (``/etc/passwd``, ``{workdir}/../../..``): their lines and files become the bundle's.
+
+    A relative path is the target's folder's (``{workdir}``); placeholders are filled with a
+    stand-in bundle and the path normalised, so the check needs no run folder yet."""
+    issues: list[tuple[tuple[Any, ...], str]] = []
+    filled = {
+        "python": "/python",
+        "workdir": f"{_BUNDLE}/target",
+        "bundle": _BUNDLE,
+        "inputs": f"{_BUNDLE}/inputs/file",
+        "seed": "0",
+    }
+    for name, settings in targets.items():
+        for field in _FILE_FIELDS:
+            value = getattr(settings, field, None)
+            if not isinstance(value, str):
+                continue
+            try:
+                path = value.format(**filled)
+            except (KeyError, IndexError, ValueError):
+                continue  # an unknown placeholder is reported by check_targets
+            where = posixpath.normpath(posixpath.join(filled["workdir"], path))
+            if where != _BUNDLE and not where.startswith(_BUNDLE + "/"):
+                issues.append(
+                    (
+                        ("targets", name, field),
+                        f"{value!r} leads outside the session's folder; write it under "
+                        "{workdir} or {bundle}, or pass --allow-outside-paths to allow it",
+                    )
+                )
     return issues

@@ -10,6 +10,7 @@ exchange the session counts as a failed action.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -67,6 +68,11 @@ class AdapterContext:
 
     def fill(self, text: str) -> str:
         return text.format(**self.placeholders())
+
+    def file(self, template: str) -> str:
+        """A file setting (``events``, ``artifacts``) filled in; a relative one is the
+        target's folder's, never the folder loom-sim happens to run in."""
+        return os.path.join(self.workdir, self.fill(template))
 
 
 class TargetAdapter(Protocol):

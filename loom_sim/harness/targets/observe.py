@@ -44,6 +44,20 @@ class EventTail:
             events.append(event)
         return events
 
+    def skip(self) -> list[dict[str, Any]]:
+        """Everything written since the last read, a torn last line included, read and passed
+        over: what a killed session's lost turn left, which no committed turn may claim."""
+        events = self.read()
+        if self.path is None or not self.path.is_file():
+            return events
+        with self.path.open("rb") as fh:
+            fh.seek(self.offset)
+            rest = fh.read()
+        if rest.strip():
+            events.append({"unparsed": rest.decode("utf-8", "replace")})
+        self.offset += len(rest)
+        return events
+
 
 class ArtifactWatch:
     """The files matching a glob that appeared since the last look."""

@@ -7,6 +7,13 @@ on a full terminal buffer — and feeds three consumers: the reply in progress (
 to ``max_reply_chars``), a ``pyte`` screen (what the terminal shows), and the asciicast
 recording.
 
+The program is stopped as a whole: its process group gets SIGTERM, then SIGKILL after a
+grace period, whether or not the program itself is still alive (a child that ignores SIGTERM
+is not left behind), and the program's own exit is watched directly, so a program that exits
+while a child of it still holds the terminal is seen to exit at once. What it writes is made
+printable (:func:`loom_sim.core.text.printable`): no C1 controls or bidi overrides reach a
+transcript.
+
 A reply has ended when the line the program is waiting on matches ``prompt`` and nothing more
 arrives for ``settle_s``, or — with no prompt configured, or ``idle_s`` given — when nothing
 arrives for ``idle_s``; ``reply_timeout_s`` bounds it either way. A program that exits is a
@@ -21,7 +28,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import struct
 import sys
 import termios
@@ -32,7 +38,9 @@ import pyte
 import trio
 from pydantic import Field, field_validator
 
+from loom_sim.core.text import printable
 from loom_sim.harness.targets.base import AdapterContext, Exchange, TargetFatal
+from loom_sim.harness.targets.group import stop_group
 from loom_sim.harness.targets.terminal import CastRecorder, Decoder, clean
 from loom_sim.plugins.adapters import TargetSettings, adapter, check_regex
 
@@ -131,6 +139,7 @@ class PtyAdapter:
         self._changed = trio.Event()
         self._last_data = 0.0
         self._eof = False
+        self._leader_exited = False  # the program itself ended (children may hold the pty)
         self._master: int | None = None
         self._process: trio.Process | None = None
         self._cast: CastRecorder | None = None
@@ -175,7 +184,15 @@ class PtyAdapter:
             )
         self._last_data = trio.current_time()
         nursery.start_soon(self._read, name=f"pty reader {self.argv[0]}")
+        nursery.start_soon(self._watch, self._process, name=f"pty exit {self.argv[0]}")
         return await self._await_reply(settings.start_timeout_s, "starting")
+
+    async def _watch(self, process: trio.Process) -> None:
+        """Notice the program's own exit: a child it left holding the terminal keeps the
+        terminal open, so the reader alone would never see the end."""
+        await process.wait()
+        self._leader_exited = True
+        self._changed.set()
 
     async def _read(self) -> None:
         """Drain the terminal until the program closes it (the adapter's own task)."""
@@ -229,7 +246,7 @@ class PtyAdapter:
         deadline = started + timeout_s
         idle = settings.idle_window
         while True:
-            if self._eof:
+            if self._eof or self._leader_exited:
                 await self._exited(doing)
             now = trio.current_time()
             quiet = now - self._last_data
@@ -256,18 +273,19 @@ class PtyAdapter:
         else:
             text = _without_echo_and_prompt(clean(reply.text()), sent, self._prompt)
         return Exchange(
-            text=text,
+            text=printable(text),
             ended_by=ended_by,
             duration_s=round(trio.current_time() - started, 3),
             truncated=reply.dropped > 0,
             received_bytes=reply.received,
-            screen=[line.rstrip() for line in self._screen.display if line.strip()],
+            screen=[printable(line.rstrip()) for line in self._screen.display if line.strip()],
         )
 
     async def _exited(self, doing: str) -> None:
         assert self._process is not None
         with trio.move_on_after(5):
             await self._process.wait()
+        await self._last_output()
         code = self._process.returncode
         status = (
             "was still running"
@@ -280,11 +298,22 @@ class PtyAdapter:
         said = f"; its last output: {' / '.join(last)[-200:]}" if last else ""
         raise TargetFatal(f"the target program {self.argv[0]} {status} while {doing}{said}")
 
+    async def _last_output(self) -> None:
+        """Let the reader take what the program wrote before it exited: until the terminal
+        closes, or — when a child still holds it — until it has been quiet a moment."""
+        with trio.move_on_after(1.0):
+            while not self._eof:
+                self._changed = trio.Event()
+                with trio.move_on_after(0.2) as quiet:
+                    await self._changed.wait()
+                if quiet.cancelled_caught:
+                    return
+
     async def send(self, text: str) -> None:
         """Type ``text`` and Enter (the reply is awaited by :meth:`receive`)."""
         if self._master is None:
             raise TargetFatal("the target program was never started")
-        if self._eof:
+        if self._eof or self._leader_exited:
             await self._exited("waiting for input")
         line = text.replace("\r", " ").replace("\n", " ") + self.settings.newline
         if self._cast is not None:
@@ -310,8 +339,8 @@ class PtyAdapter:
     # ── stopping ──
 
     async def close(self) -> None:
-        """Ask the program to quit (``exit``), then stop its process group; shielded, so a
-        cancelled session still leaves no process behind."""
+        """Ask the program to quit (``exit``), then stop its whole process group; shielded,
+        so a cancelled session still leaves no process behind."""
         with trio.CancelScope(shield=True):
             process, master = self._process, self._master
             self._process = self._master = None
@@ -323,15 +352,7 @@ class PtyAdapter:
                         pass
                     with trio.move_on_after(2):
                         await process.wait()
-                for sig in (signal.SIGTERM, signal.SIGKILL):
-                    if process.returncode is not None:
-                        break
-                    try:
-                        os.killpg(process.pid, sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                    with trio.move_on_after(3):
-                        await process.wait()
+                await stop_group(process)
             if master is not None:
                 trio.lowlevel.notify_closing(master)
                 os.close(master)

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from loom_sim.core.text import printable
+
 # CSI (colours, cursor moves), OSC (window titles, hyperlinks), DCS/SOS/PM/APC strings,
 # character-set selections and the other two-byte escapes.
 _ESCAPES = re.compile(
@@ -50,9 +52,9 @@ def _overlay(line: str) -> str:
 
 
 def clean(text: str) -> str:
-    """``text`` without escape sequences or control characters, lines as a reader sees them
-    (``Loading 10%\\rLoading 20%`` is ``Loading 20%``)."""
-    text = _ESCAPES.sub("", text).replace("\r\n", "\n")
+    """``text`` without escape sequences or control characters (C1 and bidi controls
+    included), lines as a reader sees them (``Loading 10%\\rLoading 20%`` is ``Loading 20%``)."""
+    text = _ESCAPES.sub("", printable(text)).replace("\r\n", "\n")
     lines = [
         _overlay(line) if ("\r" in line or "\b" in line) else line for line in text.split("\n")
     ]

@@ -1,0 +1,27 @@
+"""The console that shows recorded text: nothing in it can act on the reader's terminal.
+
+``view`` and ``trace`` print what programs and models wrote: a target's replies, a persona's
+messages, a debater's. Rich escapes markup but passes C1 controls (``\\x9d…\\x9c`` is an OSC
+string: OSC 52 sets the clipboard) and bidi overrides through, so everything this console
+writes — to the terminal or to the pager — goes through :func:`~loom_sim.core.text.printable`
+last. Rich's own styling is 7-bit escape sequences, which it leaves alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.segment import Segment
+
+from loom_sim.core.text import printable
+
+
+class SafeConsole(Console):
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return printable(super()._render_buffer(buffer))
+
+
+def safe_console(**options: Any) -> Console:
+    return SafeConsole(**options)
