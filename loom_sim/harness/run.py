@@ -129,7 +129,7 @@ def finish(
         result.elapsed_s,
         result.cost_usd,
     )
-    card = scorecard(result.turns, spec.scenario, outcome)
+    card = scorecard(result.turns, spec.scenario, outcome, offered=bool(spec.abilities))
     brief = summary(spec, result, card)
     bundle = spec.bundle
     bundle.write(SCORECARD_FILE, card)

@@ -27,6 +27,7 @@ from loom_sim.actors.reflector import ReflectorSetup
 from loom_sim.actors.simulated_user import UserSetup
 from loom_sim.actors.target import TargetSetup
 from loom_sim.harness.audit import audit, feedback, vocabulary
+from loom_sim.harness.evidence import ability_evidence
 from loom_sim.harness.plan import SessionSpec
 from loom_sim.harness.records import (
     CAST_FILE,
@@ -39,6 +40,7 @@ from loom_sim.harness.records import (
 )
 from loom_sim.harness.stop import Stop, after_turn, total_cost
 from loom_sim.harness.turn import (
+    MAX_SIGNALS,
     SessionProgress,
     SessionResult,
     TurnInProgress,
@@ -328,6 +330,10 @@ class Session:
         )
         current.timings["target_s"] = time.monotonic() - started
         current.reply, current.signals = reply, signals_of(reply)
+        current.evidence = ability_evidence(current.action, reply, self.spec.abilities)
+        if current.action.kind == "command" and not reply.failed and current.evidence is None:
+            note = f"no sign that the program ran /{current.action.name}"
+            current.signals = [*current.signals[:1], note, *current.signals[1:]][:MAX_SIGNALS]
         current.charge("target", reply.usage)
         self._known |= vocabulary([reply.text])
         return Trigger.WINDOW_CLOSED
