@@ -56,8 +56,6 @@ FILLERS = {
     "i don t know",
     "i do not know",
     "no idea",
-    "this is a code",
-    "this is a test",
     "a question",
     "a sentence",
     "one short sentence",

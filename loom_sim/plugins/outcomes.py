@@ -23,13 +23,20 @@ DEFAULT_FAILURE_PATTERN = (
     r"(?:(?:\*+|[\w./\[\]-]+(?:[ \t]+\d+)?:|\([\w ./-]+\)[ \t]*\d*:)[ \t]*)*"
     r"(?:uncaught[ \t]+)?"
     r"(?:"
-    # "error", "Parse error", "Runtime error", "ERROR 1064 (42000)": then what follows an error
-    r"(?:(?:parse|runtime|syntax|fatal|internal|sql|math|type|value|name)[ \t]+)?error"
-    r"(?:[ \t]*[:(\[]|[ \t]+\d|[ \t]*$)"
-    # SyntaxError:, NameError:, ValueError:, ReferenceError:, java.io.IOException:
-    r"|[\w.]*(?:Error|Exception)[ \t]*:"
-    r"|(?:unknown|unrecognized|unrecognised|invalid)[ \t]+(?:command|option|statement)\b"
+    # "error", "Parse error", "Runtime error", "Internal Server Error", "ERROR 1064 (42000)":
+    # then what follows an error — a colon, a parenthesis, a code, the end of the line
+    # duckdb's "Parser Error", "Binder Error", "Catalog Error"
+    r"(?:(?:parser?|runtime|syntax|fatal|internal|server|sql|math|type|value|name|compile|http"
+    r"|binder|catalog|conversion)[ \t]+){0,2}error(?:[ \t]*[:(\[]|[ \t]+\d|[ \t]*$)"
+    r"|exception[ \t]+in[ \t]+thread\b"
+    # SyntaxError:, NameError:, ReferenceError:, java.io.IOException: (capitalised, as raised)
+    r"|(?-i:[\w.]*(?:Error|Exception))[ \t]*:"
+    r"|(?:unknown|unrecognized|unrecognised|invalid|illegal)[ \t]+"
+    r"(?:command|option|statement|character|argument|syntax)\b"
     r"|command[ \t]+not[ \t]+found\b"
+    r"|\(error\)"  # redis-cli
+    r"|no[ \t]+such[ \t]+file[ \t]+or[ \t]+directory\b"
+    r"|cannot[ \t]+(?:access|open|stat)[ \t]"
     r"|traceback[ \t]+\(most[ \t]+recent[ \t]+call[ \t]+last\)"
     r"|(?:fatal|panic)[ \t]*:"
     r"|segmentation[ \t]+fault\b"
