@@ -14,7 +14,9 @@ from loom_sim.actors.target import failure_of
 
 from loom_sim.harness.evidence import ability_evidence
 from loom_sim.harness.records import HarnessTurn, Reply
+from loom_sim.harness.report import write_report
 from loom_sim.harness.scorecard import reflection_quality
+from loom_sim.harness.validity import MEASURED
 from loom_sim.messages import (
     Action,
     Artifact,
@@ -103,6 +105,16 @@ def test_the_same_pack_against_the_studio_passes_on_the_studios_evidence(tmp_pat
     judged = [r for t in turns for r in t["evaluation"]["results"] if r["judged"] and r["met"]]
     first = [r for r in judged if r["detail"] != "met earlier"]
     assert len(first) == 1 and "(quotes the transcript: " in first[0]["detail"]
+    # the card and the report state how far the detectors behind its verdicts can be trusted
+    stated = card["detectors"]
+    assert (
+        set(stated) == set(MEASURED)
+        and stated["supported_met"]["n"] == MEASURED["supported_met"]["n"]
+    )
+    write_report(tmp_path / "run")
+    report = (tmp_path / "run" / "report.md").read_text()
+    figures = MEASURED["failure_pattern"]
+    assert f"failure_pattern P {figures['precision']:.2f} R {figures['recall']:.2f}" in report
 
 
 def _reply(text: str = "", **fields) -> TargetReply:

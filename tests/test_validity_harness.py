@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from loom_sim.harness.validity import MEASURED
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "validity_harness.py"
 
@@ -48,3 +50,13 @@ def test_the_benchmark_prints_its_table():
     header, *rows = result.stdout.splitlines()
     assert header.split() == ["detector", "path", "n", "precision", "recall"]
     assert {r.split()[0] for r in rows[:4]} == set(BENCH.DETECTORS)
+
+
+def test_the_figures_scorecards_state_are_the_ones_measured_now():
+    for row in BENCH.measure():
+        kept = MEASURED[row["detector"]]
+        assert (kept["n"], kept["precision"], kept["recall"]) == (
+            row["n"],
+            row["precision"],
+            row["recall"],
+        ), f"re-measured {row}: update loom_sim/harness/validity.py"

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loom_sim.harness import reflection_check as reflections
+from loom_sim.harness import validity
 from loom_sim.harness.records import HarnessTurn
 from loom_sim.packs import COMPONENTS, Scenario
 
@@ -163,10 +164,16 @@ def reflection_quality(turns: list[HarnessTurn]) -> tuple[float, dict[str, Any]]
 
 
 def scorecard(
-    turns: list[HarnessTurn], scenario: Scenario, outcome: Outcome, offered: bool = True
+    turns: list[HarnessTurn],
+    scenario: Scenario,
+    outcome: Outcome,
+    offered: bool = True,
+    detectors: dict[str, bool] | None = None,
 ) -> dict[str, Any]:
     """``offered``: whether the target offers the pack's abilities (a target that offers none
-    makes no ability claims)."""
+    makes no ability claims). ``detectors``: the detectors whose verdicts the card shows, and
+    whether their measured figures apply (False: the pack gave its own); the card states
+    them."""
     parts = {
         "goal_progress": goal_progress(turns),
         "artifact_quality_proxy": artifact_quality(turns),
@@ -200,10 +207,12 @@ def scorecard(
             "passed": gate.allow_adapter_fatal or not fatal,
         },
     }
+    shown = detectors if detectors is not None else dict.fromkeys(validity.MEASURED, True)
     return {
         "scenario": scenario.id,
         "score": _r(total),
         "passed": all(c["passed"] for c in checks.values()),
         "gate": checks,
         "components": components,
+        "detectors": {name: validity.figures(name, ok) for name, ok in shown.items()},
     }
