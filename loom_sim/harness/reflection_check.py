@@ -84,22 +84,24 @@ def text_of(reflection: Reflection) -> str:
 
 def _says_something(text: str, earlier: Sequence[str], action: str) -> bool:
     said = _normal(text)
-    name = said.split(" ")
     if said in FILLERS or said in _FIELD_NAMES or said == _normal(action):
         return False
-    if len(name) < 2 or len([w for w in name if len(w) >= 3]) < 2:
+    words = said.split(" ")
+    if len(words) < 2 or len([w for w in words if len(w) >= 3]) < 2:
         return False  # one word, or two little ones: not a judgement
-    if " ".join(name[:2]) in _FIELD_NAMES or " ".join(name[:1]) in _FIELD_NAMES:
-        rest = " ".join(name[2:])
-        if rest in FILLERS or len(rest.split()) < 2:
-            return False  # "what worked: ok"
+    for size in (2, 1):  # "what worked: ok", "hypothesis: none"
+        if " ".join(words[:size]) in _FIELD_NAMES:
+            rest = " ".join(words[size:])
+            if rest in FILLERS or len(rest.split()) < 2:
+                return False
     return not any(_similar(said, _normal(e)) >= SAME for e in earlier)
 
 
 def written(reflection: Reflection, action: str = "") -> list[bool]:
     """Whether each of the three judgements — what happened (worked or failed), the open
     questions, the next hypothesis — says something of its own."""
-    r, seen = reflection, []
+    r = reflection
+    seen: list[str] = []
     happened = False
     for text in (r.what_worked, r.what_failed):
         if _says_something(text, seen, action):
