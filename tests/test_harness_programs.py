@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import trio
 from loom_sim.actors.target import failure_of
+from rich.console import Console
 
+from loom_sim.cli.harness_view import render
 from loom_sim.targets.base import AdapterContext
 from loom_sim.targets.pty import PtyAdapter, PtySettings
 from tests.harness_support import ROOT, by_turn, lines, plan, run_plan, utterance
@@ -64,6 +66,13 @@ def test_sqlite_inserts_a_syntax_error_and_a_continuation_prompt(tmp_path):
     assert [r[0] for r in rows] == ["buy milk", "call the plumber", "water the plants"]
     summary = json.loads((bundle / "summary.json").read_text())
     assert summary["failed_actions"] == 1 and summary["criteria"]["counted"] is True
+    console = Console(record=True, width=140)
+    for part in render(bundle, slice(None)):
+        console.print(part)
+    shown = console.export_text()
+    assert "stopped at its continuation prompt '   ...> '; reset with ';'" in shown
+    # CREATE, two INSERTs and the one finished by the reset print nothing; one line failed
+    assert shown.count("target      (no output)") == 4 and shown.count("\nfailed ") == 1
 
 
 def test_bc_silence_is_no_output_and_its_error_lines_are_failures(tmp_path):
