@@ -21,27 +21,27 @@ MEASURED_BY = "benchmarks/validity_harness.py"
 MEASURED: dict[str, dict[str, Any]] = {
     "failure_pattern": {
         "decides": "a reply reports an error (a failed action)",
-        "n": 76,
+        "n": 104,
         "precision": 1.0,
-        "recall": 0.9737,
+        "recall": 0.9623,
     },
     "continuation_prompt": {
         "decides": "the program waits at a continuation prompt",
-        "n": 50,
+        "n": 62,
         "precision": 1.0,
-        "recall": 0.9545,
+        "recall": 0.9615,
     },
     "supported_met": {
         "decides": "an evaluator's evidence quotes the transcript or names an event or file",
-        "n": 36,
+        "n": 48,
         "precision": 1.0,
-        "recall": 1.0,
+        "recall": 0.9545,
     },
     "reflection_quality": {
         "decides": "a reflection says too little (empty, filler, echoed fields, a repeat)",
-        "n": 28,
+        "n": 36,
         "precision": 1.0,
-        "recall": 1.0,
+        "recall": 0.9444,
     },
 }
 

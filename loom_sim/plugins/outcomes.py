@@ -8,8 +8,8 @@ chat server, a model — uses the same one unless its pack says otherwise.
 The pattern reads one line at a time, from its start, past the prefixes programs put before
 their errors (``psql:``, ``bash: foo:``, ``(standard_in) 5:``), and wants the error word
 followed by what error lines have after it (a colon, a parenthesis, a code, the end of the
-line): ``Parse error: near "SELEC"`` and ``Runtime error (func=(main)…)`` are errors; ``error
-rate is 5%``, ``0 errors`` and ``No errors found`` are not.
+line, ``at``, ``near``): ``Parse error: near "SELEC"`` and ``Runtime error (func=(main)…)``
+are errors; ``error rate is 5%``, ``0 errors`` and ``No errors found`` are not.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ DEFAULT_FAILURE_PATTERN = (
     # then what follows an error — a colon, a parenthesis, a code, the end of the line
     # duckdb's "Parser Error", "Binder Error", "Catalog Error"
     r"(?:(?:parser?|runtime|syntax|fatal|internal|server|sql|math|type|value|name|compile|http"
-    r"|binder|catalog|conversion)[ \t]+){0,2}error(?:[ \t]*[:(\[]|[ \t]+\d|[ \t]*$)"
+    r"|binder|catalog|conversion)[ \t]+){0,2}error"
+    r"(?:[ \t]*[:(\[]|[ \t]+\d|[ \t]+(?:at|near)[ \t]|[ \t]*$)"
     r"|exception[ \t]+in[ \t]+thread\b"
     # SyntaxError:, NameError:, ReferenceError:, java.io.IOException: (capitalised, as raised)
     r"|(?-i:[\w.]*(?:Error|Exception))[ \t]*:"
@@ -36,6 +37,9 @@ DEFAULT_FAILURE_PATTERN = (
     r"|command[ \t]+not[ \t]+found\b"
     r"|\(error\)"  # redis-cli
     r"|no[ \t]+such[ \t]+file[ \t]+or[ \t]+directory\b"
+    r"|permission[ \t]+denied\b"
+    # a line that is only the shell's word for a killed program
+    r"|(?:killed|aborted|terminated)(?:[ \t]*\(core[ \t]+dumped\))?[ \t]*$"
     r"|cannot[ \t]+(?:access|open|stat)[ \t]"
     r"|traceback[ \t]+\(most[ \t]+recent[ \t]+call[ \t]+last\)"
     r"|(?:fatal|panic)[ \t]*:"

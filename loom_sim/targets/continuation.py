@@ -12,11 +12,12 @@ from __future__ import annotations
 from loom_sim.targets.base import Exchange
 
 #: A line that is only a continuation prompt: sqlite3's `   ...> `, Python's and node's `... `,
+#: IPython's `   ...: `,
 #: psql's `db-> `, `db'> `, `db(> `, `db-# `, mysql's `    -> `, `    '> `, R's `+ `, ghci's
 #: `ghci| `, irb's `irb(main):002:1* `, duckdb's `‣ `. Prompts end in one space; a line of
 #: output (`Loading...`, `a -> b`) does not match. The main prompt is checked first.
 DEFAULT_CONTINUATION = (
-    r"^[ \t]*(?:\.\.\.>?|\w*[-'\"(`$*][>#]|->|/\*>|\+|\w+\||‣"
+    r"^[ \t]*(?:\.\.\.[>:]?|\w*[-'\"(`$*][>#]|->|/\*>|\+|\w+\||‣"
     r"|irb\([^)]*\):\d+:\d+[*\"'`]) $"
 )
 
