@@ -95,8 +95,8 @@ def render_turn(turn: HarnessTurn) -> RenderableType:
     grid.add_row(Text("target", "bold green"), reply)
     if turn.reply.continuation is not None:
         how = f"; reset with {turn.reply.reset!r}" if turn.reply.reset else ""
-        line = f"stopped at its continuation prompt {turn.reply.continuation!r}{how}"
-        grid.add_row(Text("waiting", "yellow"), Text(line, "yellow"))
+        waiting = f"stopped at its continuation prompt {turn.reply.continuation!r}{how}"
+        grid.add_row(Text("waiting", "yellow"), Text(waiting, "yellow"))
     if turn.failed:
         grid.add_row(Text("failed", "bold red"), Text(turn.failure or "", "red"))
     if turn.action.kind == "command":

@@ -70,7 +70,8 @@ class PtySettings(TargetSettings):
         DEFAULT_CONTINUATION,
         description="A regular expression the line the program waits on matches when it is "
         "waiting for the rest of a statement (sqlite3's `   ...> `); the reply ends there and "
-        "says so. The default covers sqlite3, Python, node, psql and mysql; null: none.",
+        "says so. The default covers sqlite3, Python, IPython, node, psql, mysql, R, ghci, irb "
+        "and duckdb; null: none.",
     )
     continuation_reset: str | None = Field(
         None,
