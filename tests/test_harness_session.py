@@ -289,7 +289,9 @@ def test_an_adapter_kind_added_from_code_validates_and_runs(tmp_path):
     with ADAPTERS.added(kind):
         from loom_sim.harness.targets import target_from_option
 
-        assert target_from_option("shout:2", {})[1] == ShoutSettings(volume=2)
+        # a program named by its address offers none of the pack's abilities
+        shout = ShoutSettings(volume=2, offers_abilities=False)
+        assert target_from_option("shout:2", {})[1] == shout
         brief, bundle = run_toy(
             tmp_path,
             [utterance("hello"), utterance("again")],

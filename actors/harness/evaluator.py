@@ -5,8 +5,11 @@ section: the actor must not grade itself). Measured criteria — artifacts, even
 are counted in code from what the target produced; judged criteria go to the evaluator model
 through the judge call (:func:`loom_sim.judging.judge.judge`: fenced transcript, structured
 output, tolerant parsing, bounded retries). A judged criterion, once met, stays met: the user
-reached it, whatever later turns did. When the model gives no usable answer the criterion is
-unknown (``met: null``) and counts as not met; the evaluation says why.
+reached it, whatever later turns did — but only a *supported* "met" counts: its evidence must
+quote the transcript or name an event or file the session has
+(:func:`loom_sim.judging.support.support`, checked against the records), so the rubric's own
+placeholder, or a "met" before anything happened, is not met. When the model gives no usable
+answer the criterion is unknown (``met: null``) and counts as not met; the evaluation says why.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from loom_sim.harness.packs import (
     Scenario,
 )
 from loom_sim.judging.judge import judge
+from loom_sim.judging.support import support
 from loom_sim.messages import Body, Judge
 from loom_sim.models.base import ModelClient, Usage
 from loom_sim.plugins.actors import actor
 from loom_sim.seeds import SeedSource
 
-RUBRIC_VERSION = "evaluator-1"
+RUBRIC_VERSION = "evaluator-2"
 
 
 @dataclass
@@ -122,7 +126,11 @@ def judged_rubric(scenario: Scenario, criteria: list[JudgedCriterion]) -> str:
         "strict: true only with clear evidence in the transcript.",
     ]
     lines += [f"- {c.id}: {c.text}" for c in criteria]
-    lines.append('Answer {"met": {ID: true or false, ...}, "evidence": "one short sentence"}.')
+    lines.append(
+        'Answer {"met": {ID: true or false, ...}, "evidence": "..."} where evidence quotes, in '
+        "double quotes, the program's words that show it, or names the event or file that "
+        "does. A statement without such evidence is not met."
+    )
     return "\n".join(lines)
 
 
@@ -152,6 +160,13 @@ class Evaluator(Actor):
                 return await self._evaluate(body)
         raise TypeError(f"the evaluator cannot handle {type(body).__name__}")
 
+    def _support(self, evidence: str, request: Evaluate) -> str | None:
+        """What of the session the evidence quotes or names (the transcript judged, the events
+        and files so far), or None."""
+        texts = [t for w in request.window for t in (w.persona, w.interlocutor)]
+        files = [a.artifact.path for a in self.tally.artifacts]
+        return support(evidence, texts, self.tally.events, files)
+
     async def _evaluate(self, request: Evaluate) -> Evaluation:
         self.tally.add(request)
         by_id: dict[str, CriterionResult] = {}
@@ -179,12 +194,18 @@ class Evaluator(Actor):
                 ok, error = False, judgement.error or "the evaluator's answer had no `met` object"
                 verdicts = {}
             evidence = str(judgement.parsed.get("evidence", "")) if judgement.ok else ""
+            backing = self._support(evidence, request) if evidence else None
             for criterion in pending:
                 value = verdicts.get(criterion.id)
                 met = value if isinstance(value, bool) else None
+                detail = evidence[:300]
+                if met and backing is None:
+                    met = False
+                    detail = f"unsupported: {detail!r} quotes nothing and names nothing here"
                 if met:
                     self.met_before.add(criterion.id)
-                by_id[criterion.id] = CriterionResult(criterion.id, met, evidence[:300], True)
+                    detail = f"{detail} ({backing})"
+                by_id[criterion.id] = CriterionResult(criterion.id, met, detail, True)
         elif pending:
             by_id.update(
                 {c.id: CriterionResult(c.id, False, "nothing to judge yet", True) for c in pending}

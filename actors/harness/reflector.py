@@ -35,7 +35,7 @@ from loom_sim.models.json_repair import parse_json
 from loom_sim.plugins.actors import actor
 from loom_sim.seeds import SeedSource
 
-PROMPT_VERSION = "reflector-1"
+PROMPT_VERSION = "reflector-2"
 TEXT_FIELDS = ("what_worked", "what_failed", "next_hypothesis")
 #: What the model writes; the rest of the record is the session's.
 MODEL_SCHEMA: dict[str, Any] = {
@@ -155,7 +155,7 @@ class Reflector(Actor):
         outcome = "The action FAILED." if request.failed else ""
         user = (
             f"Turn {request.turn}. You typed: {request.action.text}\n"
-            f"The program answered:\n{request.reply[:_REPLY_CHARS] or '(nothing)'}\n"
+            f"The program answered:\n{request.reply[:_REPLY_CHARS] or '(no output)'}\n"
             f"What you noticed:\n{signals}\n{outcome}\nWrite your reflection now."
         )
         return [ChatMessage("system", system), ChatMessage("user", user)]

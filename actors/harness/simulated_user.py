@@ -38,7 +38,7 @@ from loom_sim.models.json_repair import parse_json
 from loom_sim.plugins.actors import actor
 from loom_sim.seeds import SeedSource
 
-PROMPT_VERSION = "user-1"
+PROMPT_VERSION = "user-2"
 _REPLY_CHARS = 1200  # of each program reply the user re-reads
 _EXPERTISE = {
     "novice": "You mostly write plain requests in your own words; you rarely type commands.",
@@ -176,7 +176,7 @@ class SimulatedUser(Actor):
         shown = self.past[-self.setup.policy.history_turns :]
         for seen in shown:
             messages.append(ChatMessage("assistant", seen.action.text))
-            said = seen.reply.strip() or "(nothing)"
+            said = seen.reply.strip() or "(no output)"
             note = (
                 f"\n(Your note to yourself: {seen.next_hypothesis})" if seen.next_hypothesis else ""
             )

@@ -11,7 +11,9 @@ left running. A program that cannot go on raises :class:`~loom_sim.harness.targe
 through the request, as itself.
 
 Whether an action failed is decided here, from what came back: an unusable reply, no reply in
-time, a reply matching the target's ``failure_pattern``, or an event reporting an error.
+time, the program left at its continuation prompt, a reply matching the target's
+``failure_pattern`` (or, where the pack gives one, not matching its ``success_pattern``), or an
+event reporting an error. A reply with no output is not a failure unless the target says so.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from loom_sim.imagery import load_rgb, measure, quality
 from loom_sim.messages import Body
 from loom_sim.plugins.actors import actor
 from loom_sim.plugins.adapters import TargetSettings
+from loom_sim.plugins.outcomes import error_line
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 EVENT_WINDOW_S = 0.1  # how long events may trail the reply that caused them
@@ -74,23 +77,34 @@ def measure_artifact(path: Path, bundle: Path) -> Artifact:
     return Artifact(where, quality(measures).overall, values)
 
 
-def failure_of(exchange: Exchange, events: list[dict[str, Any]], pattern: str | None) -> str | None:
-    """Why the action failed, or None."""
+def failure_of(
+    exchange: Exchange, events: list[dict[str, Any]], settings: TargetSettings
+) -> str | None:
+    """Why the action failed, or None.
+
+    Silence is not failure: a statement that worked often prints nothing (``INSERT …;`` in
+    sqlite3, ``x = 1000`` in bc), so a reply that ended (at the prompt, after the idle window)
+    with no output is "no output", failed only where the target says ``on_silence: failed``.
+    """
     if exchange.error:
         return exchange.error
     if exchange.ended_by == "timeout":
         return "no complete reply before the timeout"
-    if not exchange.text.strip() and exchange.ended_by != "complete":
-        return "no reply"
-    if pattern and (match := re.search(pattern, exchange.text)):
-        line = exchange.text[match.start() :].split("\n", 1)[0]
+    if exchange.ended_by == "continuation":
+        return (
+            "the program was left waiting for the rest of the statement (continuation prompt "
+            f"{exchange.continuation!r}); later lines would be appended to it"
+        )
+    if line := error_line(exchange.text, settings.failure_pattern):
         return f"the target reported an error: {line[:160]}"
     for event in events:
         if event.get("ok") is False or event.get("type") == "error":
             said = event.get("message") or event.get("error") or event.get("type")
             return f"an error event: {str(said)[:160]}"
     if not exchange.text.strip():
-        return "an empty reply"
+        return "no output" if settings.on_silence == "failed" else None
+    if settings.success_pattern and not re.search(settings.success_pattern, exchange.text):
+        return "the reply does not look like success (success_pattern)"
     return None
 
 
@@ -148,7 +162,7 @@ class TargetActor(Actor):
     def _reply(
         self, exchange: Exchange, events: list[dict[str, Any]], artifacts: list[Artifact]
     ) -> TargetReply:
-        failure = failure_of(exchange, events, self.settings.failure_pattern)
+        failure = failure_of(exchange, events, self.settings)
         return TargetReply(
             text=printable(exchange.text),  # whatever the adapter: no C1 or bidi controls
             ended_by=exchange.ended_by,
@@ -163,4 +177,5 @@ class TargetActor(Actor):
             usage=exchange.usage,
             events_offset=self._tail.offset,
             notes=exchange.notes,
+            continuation=exchange.continuation,
         )

@@ -90,11 +90,18 @@ def render_turn(turn: HarnessTurn) -> RenderableType:
         said.append(f"  [{flag.kind}: {flag.detail}]", "yellow")
     who = "user" if turn.action.kind == "utterance" else "command"
     grid.add_row(Text(who, "bold cyan"), said)
-    reply = Text(turn.reply.text or "(nothing)")
+    reply = Text(turn.reply.text or "(no output)")
     reply.append(f"  ({turn.reply.ended_by}, {turn.reply.duration_s:.1f} s)", "dim")
     grid.add_row(Text("target", "bold green"), reply)
+    if turn.reply.continuation is not None:
+        how = f"; reset with {turn.reply.reset!r}" if turn.reply.reset else ""
+        waiting = f"stopped at its continuation prompt {turn.reply.continuation!r}{how}"
+        grid.add_row(Text("waiting", "yellow"), Text(waiting, "yellow"))
     if turn.failed:
         grid.add_row(Text("failed", "bold red"), Text(turn.failure or "", "red"))
+    if turn.action.kind == "command":
+        shown = turn.ability_evidence or "none: the ability is not credited"
+        grid.add_row(Text("evidence", "dim"), Text(shown, "dim"))
     for artifact in turn.artifacts:
         quality = f" quality {artifact.quality:.2f}" if artifact.quality is not None else ""
         grid.add_row(Text("file", "magenta"), Text(f"{artifact.path}{quality}"))

@@ -37,6 +37,7 @@ from loom_sim.harness.records import (
     TURN_DECODER,
     TURNS_FILE,
     HarnessTurn,
+    Reply,
     SetupRecord,
 )
 from loom_sim.store.artifacts import TurnLog, write_json
@@ -58,6 +59,13 @@ def reflection_record(reflection: Reflection) -> dict[str, Any]:
         "next_hypothesis": reflection.next_hypothesis,
         "confidence": reflection.confidence,
     }
+
+
+def _outcome(reply: Reply) -> dict[str, Any]:
+    """Why a reply failed, or that it printed nothing (which is not a failure)."""
+    if reply.failure:
+        return {"failure": reply.failure}
+    return {"output": "none"} if reply.silent else {}
 
 
 def setup_lines(setup: SetupRecord) -> tuple[list[str], list[str]]:
@@ -92,6 +100,7 @@ def setup_lines(setup: SetupRecord) -> tuple[list[str], list[str]]:
                     "text": exchange.reply.text,
                     "ended_by": exchange.reply.ended_by,
                     "failed": exchange.reply.failed,
+                    **_outcome(exchange.reply),
                 }
             )
         )
@@ -116,6 +125,10 @@ def turn_lines(turn: HarnessTurn) -> tuple[list[str], list[str], list[str]]:
     }
     if turn.failure:
         answer["failure"] = turn.failure
+    elif turn.reply.silent:
+        answer["output"] = "none"
+    if turn.reply.continuation is not None:
+        answer["continuation"] = {"prompt": turn.reply.continuation, "reset": turn.reply.reset}
     if turn.reply.truncated:
         answer["truncated"] = True
     events = [_line({"turn": turn.turn, "event": e}) for e in turn.events]

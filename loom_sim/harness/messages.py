@@ -90,6 +90,7 @@ class TargetReply(Body, frozen=True):
     usage: Usage = msgspec.field(default_factory=Usage)  # a model target's
     events_offset: int = 0  # how far the event file has been read
     notes: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    continuation: str | None = None  # the continuation prompt the program stopped at, if any
 
     def summary(self) -> str:
         text = f"({self.ended_by}{', failed' if self.failed else ''}) {self.text}"

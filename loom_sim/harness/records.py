@@ -60,9 +60,12 @@ class Reply(msgspec.Struct, frozen=True):
     screen: list[str] = msgspec.field(default_factory=list)
     failed: bool = False
     failure: str | None = None
+    continuation: str | None = None  # the continuation prompt the program stopped at
+    reset: str | None = None  # the line sent to get it out of there, if the pack gives one
 
     @classmethod
     def of(cls, reply: TargetReply) -> Reply:
+        resets = [n.get("reset") for n in reply.notes if n.get("type") == "continuation"]
         return cls(
             reply.text,
             reply.ended_by,
@@ -72,7 +75,14 @@ class Reply(msgspec.Struct, frozen=True):
             reply.screen,
             reply.failed,
             reply.failure,
+            reply.continuation,
+            resets[0] if resets else None,
         )
+
+    @property
+    def silent(self) -> bool:
+        """The program printed nothing (and did not fail for it): "no output", not failure."""
+        return not self.text.strip() and self.ended_by in ("prompt", "idle", "complete")
 
 
 class HarnessTurn(msgspec.Struct, kw_only=True):
@@ -95,6 +105,9 @@ class HarnessTurn(msgspec.Struct, kw_only=True):
     target_cost_usd: float = 0.0  # what the target's events say it spent
     failed: bool = False
     failure: str | None = None
+    # what the target left that shows the turn's command worked (an event naming it, a new
+    # file, a reply matching the ability's evidence pattern); None: the ability is not credited
+    ability_evidence: str | None = None
     events_offset: int = 0  # how far the target's event file was read
     next_envelope_id: int = 1
     elapsed_s: float = 0.0  # the session's running time when this turn was committed

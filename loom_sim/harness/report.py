@@ -130,9 +130,30 @@ def run_line(data: dict[str, Any]) -> str:
     return f"Seed {data['seed']}; models: {models}{target}"
 
 
+def detector_line(data: dict[str, Any]) -> str:
+    """The measured figures of the detectors behind the verdicts shown (failed actions, met
+    criteria, reflections saying little), as the scorecards state them."""
+    shown: dict[str, str] = {}
+    for s in data["sessions"]:
+        for name, d in ((s["scorecard"] or {}).get("detectors") or {}).items():
+            if "precision" in d:
+                figures = f"P {d['precision']:.2f} R {d['recall']:.2f} (n={d['n']})"
+            else:
+                figures = d.get("note", "")
+            shown.setdefault(name, f"{name} {figures}")
+    if not shown:
+        return ""
+    return (
+        "Detectors behind these verdicts, precision and recall measured on labelled sets: "
+        + "; ".join(shown.values())
+    )
+
+
 def markdown(data: dict[str, Any]) -> str:
     header, rows = scenario_table(data)
     lines = [f"# Harness report: {data['pack']}", "", run_line(data), ""]
+    if detectors := detector_line(data):
+        lines += [detectors, ""]
     lines += ["| " + " | ".join(header) + " |", "| --- " * len(header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines += ["", "| session | status | stop | turns | score | passed |", "| --- " * 6 + "|"]
@@ -215,7 +236,8 @@ def page(data: dict[str, Any]) -> str:
     return (
         f"<!doctype html><meta charset=utf-8><title>Harness report: {e(data['pack'])}</title>"
         f"<style>{style}</style><h1>Harness report: {e(data['pack'])}</h1>"
-        f"<p>{e(run_line(data))}</p><table>{head}{body}</table><h2>Sessions</h2>{''.join(rows)}"
+        f"<p>{e(run_line(data))}</p><p>{e(detector_line(data))}</p>"
+        f"<table>{head}{body}</table><h2>Sessions</h2>{''.join(rows)}"
     )
 
 

@@ -25,8 +25,11 @@ from loom_sim.harness.plan import HarnessPlan, SessionSpec, finished
 from loom_sim.harness.records import SCORECARD_FILE, SESSION_FILE, SUMMARY_FILE, HarnessTurn
 from loom_sim.harness.scorecard import Outcome, abilities_used, scorecard
 from loom_sim.harness.session import ModelSource, Session
+from loom_sim.harness.targets.continuation import DEFAULT_CONTINUATION
+from loom_sim.harness.targets.pty import PtySettings
 from loom_sim.harness.turn import SessionProgress, SessionResult
 from loom_sim.plugins.adapters import TargetSettings
+from loom_sim.plugins.outcomes import DEFAULT_FAILURE_PATTERN
 
 
 def _now() -> str:
@@ -120,6 +123,19 @@ def summary(spec: SessionSpec, result: SessionResult, card: dict[str, Any]) -> d
     }
 
 
+def detectors_of(target: TargetSettings) -> dict[str, bool]:
+    """The detectors behind a session's verdicts, and whether their measured figures apply
+    (the defaults were measured; a pack's own pattern was not)."""
+    shown = {
+        "failure_pattern": target.failure_pattern == DEFAULT_FAILURE_PATTERN,
+        "supported_met": True,
+        "reflection_quality": True,
+    }
+    if isinstance(target, PtySettings):  # a terminal program
+        shown["continuation_prompt"] = target.continuation_prompt == DEFAULT_CONTINUATION
+    return shown
+
+
 def finish(
     spec: SessionSpec, plan: HarnessPlan, result: SessionResult, record: dict[str, Any]
 ) -> dict[str, Any]:
@@ -129,7 +145,9 @@ def finish(
         result.elapsed_s,
         result.cost_usd,
     )
-    card = scorecard(result.turns, spec.scenario, outcome)
+    card = scorecard(
+        result.turns, spec.scenario, outcome, bool(spec.abilities), detectors_of(spec.target)
+    )
     brief = summary(spec, result, card)
     bundle = spec.bundle
     bundle.write(SCORECARD_FILE, card)

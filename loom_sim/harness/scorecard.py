@@ -9,8 +9,10 @@ goal progress ≥ 0.7, at least one required ability used, no fatal adapter erro
 * **artifact_quality_proxy** — the mean measured quality of the images the target produced
   (exposure, contrast, sharpness; :mod:`loom_sim.imagery`), read from the files, never from
   the target's or a model's description of them; 0 when it produced none.
-* **ability_usage_quality** — 0.7 × the share of required ability groups used in a turn that
-  did not fail, + 0.3 × the share of commands that did not fail.
+* **ability_usage_quality** — 0.7 × the share of required ability groups used, + 0.3 × the
+  share of commands the target showed it ran. An ability counts as used only on evidence from
+  the target (:mod:`loom_sim.harness.evidence`: an event naming it, a new file, a reply matching
+  its pattern), never because the user typed it; a target that offers no abilities scores 0.
 * **efficiency_cost_time** — 1 − the mean share of the budget used: turns of ``max_turns``,
   cost of ``max_cost_usd``, time of ``max_runtime_s``. Time counts in quarters of the budget,
   so that two runs of the same session score the same although their clocks differ.
@@ -19,19 +21,22 @@ goal progress ≥ 0.7, at least one required ability used, no fatal adapter erro
 
 A session that completed no turn scores 0 on every component.
 * **reflection_quality** — per reflection, schema validity (valid 1, repaired 0.75, invalid 0)
-  × the mean of its specificity (judgements written, and tied to the turn's action or signals)
-  and its novelty (1 − similarity to the previous reflection); averaged.
+  × the mean of its specificity (distinct judgements written, tied to the turn's action or
+  signals) and its novelty (1 − similarity to the previous reflection); averaged. A field that
+  only echoes another field, its own name or a stock phrase counts as not written
+  (:mod:`loom_sim.harness.reflection_check`), so "This is a code." in every field scores low.
 
 Nothing here reads a clock or a path: the same records give the same scorecard, byte for byte.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from loom_sim.harness import reflection_check as reflections
+from loom_sim.harness import validity
 from loom_sim.harness.packs import COMPONENTS, Scenario
 from loom_sim.harness.records import HarnessTurn
 
@@ -70,29 +75,37 @@ def artifact_quality(turns: list[HarnessTurn]) -> tuple[float, dict[str, Any]]:
 
 
 def abilities_used(turns: list[HarnessTurn]) -> list[str]:
-    """Commands used in turns that did not fail, in order of first use."""
+    """Commands the target showed it ran (an event, a file, a matching reply), in order of
+    first use; typing one is not using it."""
     used: dict[str, None] = {}
     for t in turns:
-        if t.action.kind == "command" and t.action.name and not t.failed:
+        if t.action.kind == "command" and t.action.name and t.ability_evidence:
             used.setdefault(t.action.name, None)
     return list(used)
 
 
-def ability_usage(turns: list[HarnessTurn], scenario: Scenario) -> tuple[float, dict[str, Any]]:
+def ability_usage(
+    turns: list[HarnessTurn], scenario: Scenario, offered: bool = True
+) -> tuple[float, dict[str, Any]]:
     groups = scenario.groups()
+    commands = [t for t in turns if t.action.kind == "command"]
+    detail: dict[str, Any] = {"required": ["|".join(g) for g in groups], "commands": len(commands)}
+    if not offered:
+        note = "the target offers no abilities: none is credited"
+        return 0.0, {**detail, "covered": [], "commands_ok": 0, "used": [], "note": note}
     used = set(abilities_used(turns))
     covered = ["|".join(g) for g in groups if used.intersection(g)]
-    commands = [t for t in turns if t.action.kind == "command"]
-    ok = [t for t in commands if not t.failed]
+    ok = [t for t in commands if t.ability_evidence]
     coverage = len(covered) / len(groups) if groups else 1.0
     success = len(ok) / len(commands) if commands else (0.0 if groups else 1.0)
-    detail = {
-        "required": ["|".join(g) for g in groups],
-        "covered": covered,
-        "commands": len(commands),
-        "commands_ok": len(ok),
-        "used": sorted(used),
-    }
+    detail.update(
+        covered=covered,
+        commands_ok=len(ok),
+        used=sorted(used),
+        evidence={
+            t.action.name: t.ability_evidence for t in reversed(ok) if t.action.name is not None
+        },
+    )
     return _r(0.7 * coverage + 0.3 * success), detail
 
 
@@ -131,47 +144,40 @@ def resilience(turns: list[HarnessTurn], outcome: Outcome) -> tuple[float, dict[
     return _r(recovered / chances), detail
 
 
-def _text(turn: HarnessTurn) -> str:
-    r = turn.reflection
-    return " ".join([r.what_worked, r.what_failed, *r.open_questions, r.next_hypothesis])
-
-
-def _tied(turn: HarnessTurn) -> bool:
-    """Whether the reflection mentions something of its turn (a word of 4+ letters of the
-    action or the signals)."""
-    words = {w.lower() for w in (turn.action.text + " " + " ".join(turn.signals)).split()}
-    words = {w.strip(".,:;()[]'\"") for w in words if len(w) >= 4}
-    text = _text(turn).lower()
-    return any(w and w in text for w in words)
-
-
 def reflection_quality(turns: list[HarnessTurn]) -> tuple[float, dict[str, Any]]:
     if not turns:
         return 0.0, {"reflections": 0}
-    scores, previous = [], ""
+    scores: list[float] = []
     counts = {"valid": 0, "repaired": 0, "invalid": 0}
+    hollow = 0
+    previous = None
     for t in turns:
         counts[t.reflection_status] = counts.get(t.reflection_status, 0) + 1
-        r = t.reflection
-        written = [
-            bool(r.what_worked or r.what_failed),
-            bool(r.open_questions),
-            bool(r.next_hypothesis),
-        ]
-        specific = (sum(written) / len(written)) * (1.0 if _tied(t) else 0.5)
-        text = _text(t)
-        similarity = difflib.SequenceMatcher(None, previous, text).ratio() if previous else 0.0
-        novelty = 0.0 if similarity > 0.9 else 1.0 - similarity
-        previous = text
-        scores.append(STATUS_SCORE.get(t.reflection_status, 0.0) * (specific + novelty) / 2)
-    return _r(sum(scores) / len(scores)), {"reflections": len(turns), **counts}
+        validity = STATUS_SCORE.get(t.reflection_status, 0.0)
+        said = reflections.score(t.reflection, t.action.text, t.signals, previous, validity)
+        if t.reflection_status != "invalid" and said < reflections.LOW * validity:
+            hollow += 1
+        scores.append(said)
+        previous = t.reflection
+    detail = {"reflections": len(turns), **counts, "saying_little": hollow}
+    return _r(sum(scores) / len(scores)), detail
 
 
-def scorecard(turns: list[HarnessTurn], scenario: Scenario, outcome: Outcome) -> dict[str, Any]:
+def scorecard(
+    turns: list[HarnessTurn],
+    scenario: Scenario,
+    outcome: Outcome,
+    offered: bool = True,
+    detectors: dict[str, bool] | None = None,
+) -> dict[str, Any]:
+    """``offered``: whether the target offers the pack's abilities (a target that offers none
+    makes no ability claims). ``detectors``: the detectors whose verdicts the card shows, and
+    whether their measured figures apply (False: the pack gave its own); the card states
+    them."""
     parts = {
         "goal_progress": goal_progress(turns),
         "artifact_quality_proxy": artifact_quality(turns),
-        "ability_usage_quality": ability_usage(turns, scenario),
+        "ability_usage_quality": ability_usage(turns, scenario, offered),
         "efficiency_cost_time": efficiency(turns, scenario, outcome),
         "resilience": resilience(turns, outcome),
         "reflection_quality": reflection_quality(turns),
@@ -201,10 +207,12 @@ def scorecard(turns: list[HarnessTurn], scenario: Scenario, outcome: Outcome) ->
             "passed": gate.allow_adapter_fatal or not fatal,
         },
     }
+    shown = detectors if detectors is not None else dict.fromkeys(validity.MEASURED, True)
     return {
         "scenario": scenario.id,
         "score": _r(total),
         "passed": all(c["passed"] for c in checks.values()),
         "gate": checks,
         "components": components,
+        "detectors": {name: validity.figures(name, ok) for name, ok in shown.items()},
     }

@@ -29,6 +29,7 @@ from loom_sim.harness.actors.reflector import ReflectorSetup
 from loom_sim.harness.actors.simulated_user import UserSetup
 from loom_sim.harness.actors.target import TargetSetup
 from loom_sim.harness.audit import audit, feedback, vocabulary
+from loom_sim.harness.evidence import ability_evidence
 from loom_sim.harness.machines.session import HARNESS, StopReason, Trigger
 from loom_sim.harness.messages import (
     Action,
@@ -54,6 +55,7 @@ from loom_sim.harness.stop import Stop, after_turn, total_cost
 from loom_sim.harness.targets import AdapterContext, TargetFatal
 from loom_sim.harness.targets.observe import EventTail
 from loom_sim.harness.turn import (
+    MAX_SIGNALS,
     SessionProgress,
     SessionResult,
     TurnInProgress,
@@ -339,6 +341,10 @@ class Session:
         )
         current.timings["target_s"] = time.monotonic() - started
         current.reply, current.signals = reply, signals_of(reply)
+        current.evidence = ability_evidence(current.action, reply, self.spec.abilities)
+        if current.action.kind == "command" and not reply.failed and current.evidence is None:
+            note = f"no sign that the program ran /{current.action.name}"
+            current.signals = [*current.signals[:1], note, *current.signals[1:]][:MAX_SIGNALS]
         current.charge("target", reply.usage)
         self._known |= vocabulary([reply.text])
         return Trigger.WINDOW_CLOSED

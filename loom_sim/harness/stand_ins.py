@@ -14,7 +14,7 @@ writes, not the situation.
 * **reflector**: what worked is the reply's first line, what failed the failure signal; its
   confidence rises with the turn and drops after a failure.
 * **evaluator**: a judged criterion is met once three replies in the window came back without
-  an error.
+  an error; its evidence quotes the last of them.
 """
 
 from __future__ import annotations
@@ -137,4 +137,11 @@ def evaluator(request: ModelRequest) -> str:
     good = [r for r in replies if r.strip() and not r.lower().startswith("error")]
     met = len(good) >= 3
     evidence = f"{len(good)} replies without an error"
+    if good:  # quoted, so the evaluator's check finds it in the transcript
+        quote: list[str] = []
+        for word in good[-1].split()[:8]:
+            if len(" ".join([*quote, word])) > 60:
+                break
+            quote.append(word)
+        evidence += ', the last: "' + " ".join(quote) + '"'
     return json.dumps({"met": dict.fromkeys(ids, met), "evidence": evidence})

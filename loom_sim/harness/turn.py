@@ -47,6 +47,7 @@ class TurnInProgress:
     reply: TargetReply | None = None
     signals: list[str] = field(default_factory=list)
     reflected: Reflected | None = None
+    evidence: str | None = None  # what shows the turn's command worked, if anything
     usage: dict[str, Usage] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -83,6 +84,7 @@ class TurnInProgress:
             target_cost_usd=round(sum(c for c in costs if isinstance(c, int | float)), 6),
             failed=reply.failed,
             failure=reply.failure,
+            ability_evidence=self.evidence,
             events_offset=reply.events_offset,
             next_envelope_id=next_id,
             elapsed_s=round(elapsed_s, 3),
@@ -106,6 +108,12 @@ def signals_of(reply: TargetReply) -> list[str]:
     found = [f"reply ended by {reply.ended_by}"]
     if reply.failed:
         found.append(f"failed: {reply.failure}")
+    elif not reply.text.strip():
+        found.append("no output")
+    if reply.continuation is not None:
+        resets = [n.get("reset") for n in reply.notes if n.get("type") == "continuation"]
+        how = f"; reset by sending {resets[0]!r}" if resets else ""
+        found.append(f"continuation prompt {reply.continuation!r}{how}")
     if reply.truncated:
         found.append(f"reply cut after {reply.received_bytes} bytes")
     for event in reply.events:

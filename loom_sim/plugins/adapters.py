@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from loom_sim.plugins import Plugin, Registry
+from loom_sim.plugins.outcomes import DEFAULT_FAILURE_PATTERN
 
 __all__ = ["ADAPTERS", "AdapterKind", "TargetSettings", "adapter"]
 
@@ -60,11 +61,26 @@ class TargetSettings(BaseModel):
     offers_abilities: bool = Field(
         True,
         description="Whether the target understands the pack's slash-command abilities; when "
-        "false the simulated user only writes messages.",
+        "false the simulated user only writes messages and no ability is credited. "
+        "`--target KIND:ADDRESS` makes a target that offers none.",
     )
     failure_pattern: str | None = Field(
-        r"(?im)^\s*(error|unknown command)\b",
-        description="A regular expression: a reply matching it is a failed action.",
+        DEFAULT_FAILURE_PATTERN,
+        description="A regular expression: a reply matching it is a failed action. The "
+        "default finds error lines (`Error: …`, `Parse error: …`, `Runtime error (…)`, "
+        "`(standard_in) 5: syntax error`, `NameError: …`, `command not found`…); null: none.",
+    )
+    success_pattern: str | None = Field(
+        None,
+        description="A regular expression a reply that worked matches (what success looks "
+        "like for this program); when given, a reply with output that does not match it is a "
+        "failed action. Silence is judged by `on_silence`.",
+    )
+    on_silence: Literal["ok", "failed"] = Field(
+        "ok",
+        description="What a reply with no output means: `ok` (the statement worked and printed "
+        "nothing, as `INSERT …;` in sqlite3 or `x = 1` in bc; recorded as no output) or "
+        "`failed`.",
     )
     events: str | None = Field(
         None, description="An append-only JSON-lines event file the target writes, to tail."
@@ -78,7 +94,9 @@ class TargetSettings(BaseModel):
         120.0, gt=0, description="Longest wait for one reply; past it the action failed."
     )
 
-    _check = field_validator("failure_pattern")(classmethod(lambda cls, v: check_regex(v)))
+    _check = field_validator("failure_pattern", "success_pattern")(
+        classmethod(lambda cls, v: check_regex(v))
+    )
 
 
 S = TypeVar("S", bound=TargetSettings)

@@ -55,6 +55,22 @@ class Ability(_Section):
     name: Name = Field(description="The command's name, without the slash.")
     usage: str = Field("", description="How it is called, e.g. `/blend IMAGE IMAGE [ALPHA]`.")
     summary: str = Field("", description="What it does, in a line.")
+    evidence: str | None = Field(
+        None,
+        description="A regular expression the program's reply matches when the ability did its "
+        "work (e.g. `^saved out\\d+`). An ability is credited only on evidence from the target: "
+        "an event naming it, a new file, or a reply matching this.",
+    )
+
+    @field_validator("evidence")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression ({exc})") from None
+        return value
 
 
 class Persona(_Section):

@@ -34,7 +34,7 @@ class Exchange(msgspec.Struct, frozen=True):
     """One reply of the target, as the transcript keeps it."""
 
     text: str  # what a reader sees: escape sequences and the echo of the input removed
-    ended_by: str  # prompt | idle | timeout | complete (a whole HTTP or model reply)
+    ended_by: str  # prompt | idle | timeout | continuation | complete (a whole HTTP/model reply)
     duration_s: float = 0.0
     truncated: bool = False  # the reply was longer than the adapter keeps
     received_bytes: int = 0
@@ -42,6 +42,7 @@ class Exchange(msgspec.Struct, frozen=True):
     usage: Usage = msgspec.field(default_factory=Usage)  # what answering cost (model targets)
     error: str | None = None  # why the reply is unusable (a bad HTTP body), if it is
     notes: list[dict[str, Any]] = msgspec.field(default_factory=list)  # adapter events
+    continuation: str | None = None  # the continuation prompt the program was left at, if any
 
 
 @dataclass
@@ -103,7 +104,9 @@ def open_target(settings: TargetSettings, context: AdapterContext) -> TargetAdap
 
 def target_from_option(text: str, named: dict[str, TargetSettings]) -> tuple[str, TargetSettings]:
     """``--target``: a target of the pack by name, or ``KIND:ADDRESS`` (``pty:llm chat``,
-    ``http:http://127.0.0.1:8080/v1``, ``model:openai/gpt-4.1``)."""
+    ``http:http://127.0.0.1:8080/v1``, ``model:openai/gpt-4.1``). A program named only by its
+    address offers none of the pack's abilities: they were written for another program, and
+    nothing says this one understands them."""
     if text in named:
         return text, named[text]
     kind, sep, address = text.partition(":")
@@ -117,6 +120,7 @@ def target_from_option(text: str, named: dict[str, TargetSettings]) -> tuple[str
         raise LoomError(f"--target {text!r}: nothing after {kind}:")
     entry = ADAPTERS.get(kind)
     try:
-        return text, entry.settings.model_validate({"adapter": kind, **entry.shorthand(address)})
+        settings = {"adapter": kind, "offers_abilities": False, **entry.shorthand(address)}
+        return text, entry.settings.model_validate(settings)
     except (ValueError, msgspec.ValidationError) as exc:
         raise LoomError(f"--target {text!r}: {exc}") from None

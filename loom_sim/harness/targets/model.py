@@ -33,8 +33,10 @@ from loom_sim.seeds import derive_seed
 class ChatSettings(TargetSettings):
     """What a conversation with a stateless chat endpoint needs."""
 
-    failure_pattern: str | None = Field(
-        None, description="A regular expression: a reply matching it is a failed action."
+    on_silence: Literal["ok", "failed"] = Field(
+        "failed",
+        description="What an empty answer means: a chat endpoint that answers nothing has "
+        "failed (`failed`, its default), unless its pack says `ok`.",
     )
     system: str = Field("", description="The target's system prompt.")
     max_tokens: int = Field(300, ge=1, le=32_768, description="Longest reply.")

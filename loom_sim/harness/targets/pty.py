@@ -18,6 +18,13 @@ A reply has ended when the line the program is waiting on matches ``prompt`` and
 arrives for ``settle_s``, or — with no prompt configured, or ``idle_s`` given — when nothing
 arrives for ``idle_s``; ``reply_timeout_s`` bounds it either way. A program that exits is a
 :class:`~loom_sim.harness.targets.base.TargetFatal` naming its exit status and its last words.
+
+A program can also stop at its *continuation* prompt (sqlite3's ``   ...> ``, Python's
+``... ``, psql's ``db-> ``): the line typed was not a whole statement, and every later line
+would be appended to it. That is noticed (``continuation_prompt``, a default covering the
+common ones), the reply ends there and says so, and where the pack declares how to get out
+(``continuation_reset``, e.g. ``;`` for sqlite3) that line is sent and its answer joins the
+reply.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from pydantic import Field, field_validator
 
 from loom_sim.core.text import printable
 from loom_sim.harness.targets.base import AdapterContext, Exchange, TargetFatal
+from loom_sim.harness.targets.continuation import DEFAULT_CONTINUATION, after_reset
 from loom_sim.harness.targets.group import stop_group
 from loom_sim.harness.targets.terminal import CastRecorder, Decoder, clean
 from loom_sim.plugins.adapters import TargetSettings, adapter, check_regex
@@ -66,6 +74,19 @@ class PtySettings(TargetSettings):
         "no prompt; with a prompt, only if given).",
     )
     settle_s: float = Field(0.15, ge=0, description="Quiet needed after the prompt appears.")
+    continuation_prompt: str | None = Field(
+        DEFAULT_CONTINUATION,
+        description="A regular expression the line the program waits on matches when it is "
+        "waiting for the rest of a statement (sqlite3's `   ...> `); the reply ends there and "
+        "says so. The default covers sqlite3, Python, IPython, node, psql, mysql, R, ghci, irb "
+        "and duckdb; null: none.",
+    )
+    continuation_reset: str | None = Field(
+        None,
+        description="A line that gets the program out of its continuation prompt (`;` for "
+        "sqlite3), sent when it is left there; its answer joins the reply. Without it the "
+        "action failed and the program is still mid-statement.",
+    )
     start_timeout_s: float = Field(60.0, gt=0, description="Longest wait for the first prompt.")
     max_reply_chars: int = Field(65_536, ge=256, description="Reply text kept per turn.")
     read: Literal["stream", "screen"] = Field(
@@ -80,7 +101,9 @@ class PtySettings(TargetSettings):
     cwd: str | None = Field(None, description="Where the program runs (default: {workdir}).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
 
-    _regex = field_validator("prompt")(classmethod(lambda cls, v: check_regex(v)))
+    _regex = field_validator("prompt", "continuation_prompt")(
+        classmethod(lambda cls, v: check_regex(v))
+    )
 
     @property
     def idle_window(self) -> float | None:
@@ -132,6 +155,8 @@ class PtyAdapter:
         self.argv[0] = _program(self.argv[0])
         self.cwd = context.fill(settings.cwd) if settings.cwd else str(context.workdir)
         self._prompt = re.compile(settings.prompt) if settings.prompt else None
+        more = settings.continuation_prompt
+        self._continuation = re.compile(more) if more else None
         self._screen = pyte.Screen(settings.cols, settings.rows)
         self._stream = pyte.Stream(self._screen)
         self._decoder = Decoder()
@@ -240,6 +265,12 @@ class PtyAdapter:
     def _prompted(self) -> bool:
         return self._prompt is not None and bool(self._prompt.search(self._waiting_line()))
 
+    def _continued(self) -> bool:
+        """Whether the program waits at its continuation prompt (and not at its main one)."""
+        return self._continuation is not None and bool(
+            self._continuation.search(self._waiting_line())
+        )
+
     async def _await_reply(self, timeout_s: float, doing: str, sent: str = "") -> Exchange:
         settings = self.settings
         started = trio.current_time()
@@ -253,6 +284,10 @@ class PtyAdapter:
             prompted = self._prompted()
             if prompted and quiet >= settings.settle_s:
                 return self._exchange("prompt", started, sent)
+            if not prompted and self._continued():
+                prompted = True  # settles like a prompt
+                if quiet >= settings.settle_s:
+                    return self._exchange("continuation", started, sent)
             if idle is not None and not prompted and quiet >= idle:
                 return self._exchange("idle", started, sent)
             if now >= deadline:
@@ -267,11 +302,13 @@ class PtyAdapter:
                 await self._changed.wait()
 
     def _exchange(self, ended_by: str, started: float, sent: str) -> Exchange:
+        waiting = self._waiting_line() if ended_by == "continuation" else None
         reply, self._reply = self._reply, _Reply(self.settings.max_reply_chars)
         if self.settings.read == "screen":
             text = "\n".join(line.rstrip() for line in self._screen.display).strip("\n")
         else:
-            text = _without_echo_and_prompt(clean(reply.text()), sent, self._prompt)
+            last = self._continuation if waiting is not None else self._prompt
+            text = _without_echo_and_prompt(clean(reply.text()), sent, last)
         return Exchange(
             text=printable(text),
             ended_by=ended_by,
@@ -279,6 +316,7 @@ class PtyAdapter:
             truncated=reply.dropped > 0,
             received_bytes=reply.received,
             screen=[printable(line.rstrip()) for line in self._screen.display if line.strip()],
+            continuation=waiting,
         )
 
     async def _exited(self, doing: str) -> None:
@@ -334,7 +372,14 @@ class PtyAdapter:
     async def receive(self) -> Exchange:
         """The reply to the line sent: until the prompt, an idle window or the timeout."""
         sent, self._sent = self._sent, ""
-        return await self._await_reply(self.settings.reply_timeout_s, "answering", sent)
+        reply = await self._await_reply(self.settings.reply_timeout_s, "answering", sent)
+        reset = self.settings.continuation_reset
+        if reply.ended_by != "continuation" or reset is None:
+            return reply
+        await self.send(reset)
+        self._sent = ""
+        after = await self._await_reply(self.settings.reply_timeout_s, "answering", reset)
+        return after_reset(reply, after, reset)
 
     # ── stopping ──
 
