@@ -7,8 +7,8 @@ messages it rests on, and :func:`validate_card` checks that each cited message e
 said by the persona the claim is about, and — for a YES or a NO on the room's question — takes
 that side of it (:func:`loom_sim.debate.stance.side`): a message cited for a NO that says the
 claim holds is refused, as is one that takes no side. A card is evidence a reader can audit,
-not a summary to trust. A model's card that fails is asked for again with the reasons, then recorded as
-rejected; it is never repaired by guessing.
+not a summary to trust. A model's card that fails is asked for again with the reasons, then
+recorded as rejected; it is never repaired by guessing.
 """
 
 from __future__ import annotations

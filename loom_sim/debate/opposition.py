@@ -16,9 +16,9 @@ things that cost no model call:
 similarity and the share of words their closest clauses have in common (a claim is a clause:
 "The cleanup did not work." against "The cleanup worked downstream. The survey says so." is
 one claim disputed, however the rest of the message dilutes it), and contrast is 1.0 for a
-contrary reply on opposite sides, 0.8 for opposite sides, 0.6 for contrast words on no shared claim, 0.2 for none and
-0.05 for the same side. ``benchmarks/validity_debate.py`` measures the gate on labelled
-windows (``tests/data/validity/debate_gate.jsonl``), and the default gate is set from it. The detector
+contrary reply on opposite sides, 0.8 for opposite sides, 0.6 for contrast words on no
+shared claim, 0.2 for none and 0.05 for the same side. ``benchmarks/validity_debate.py``
+measures the gate on labelled windows (``tests/data/validity/debate_gate.jsonl``). The detector
 model is asked only when some pair in the window reaches the gate, and a pair it names counts
 only if its opposition reaches the corroboration threshold: two independent readings must
 agree before a room opens, where Faultline trusted one cheap call.

@@ -150,7 +150,7 @@ def _without_prefix(text: str) -> str:
 
 
 @script(
-    "crux-detector", summary="finds the pair whose claims take opposite sides of one claim", order=61
+    "crux-detector", summary="finds the pair whose claims take opposite sides of a claim", order=61
 )
 def crux_detector(request: ModelRequest) -> str:
     lines = _transcript(_user(request))

@@ -53,16 +53,23 @@ _QUESTION_TAIL = re.compile(r"\bwhether\b.*$", re.I | re.S)
 
 #: General-English opposites. Each group's words oppose every word of the other group.
 OPPOSITES: tuple[tuple[str, str], ...] = (
-    ("end stop halt scrap axe abolish cancel close shut", "prolong extend continue keep preserve retain"),
+    (
+        "end stop halt scrap axe abolish cancel close shut",
+        "prolong extend continue keep preserve retain",
+    ),
     ("close shut", "open reopen"),
     ("pay profit profitable earn earns gain", "lose lost loss losses cost deficit subsidy"),
-    ("rise rose risen increase grow grew grown climb climbed higher up",
-     "fall fell fallen decrease shrink shrank drop dropped lower down decline declined"),
+    (
+        "rise rose risen increase grow grew grown climb climbed higher up",
+        "fall fell fallen decrease shrink shrank drop dropped lower down decline declined",
+    ),
     ("more", "fewer less"),
     ("cut reduce reduced lower ease eased", "raise raised worsen worsened add added"),
     ("work worked succeed succeeded success effective", "fail failed failure useless"),
-    ("help helped benefit benefits improve improved",
-     "hurt harm harmed damage damaged worsen worsened"),
+    (
+        "help helped benefit benefits improve improved",
+        "hurt harm harmed damage damaged worsen worsened",
+    ),
     ("safe safer", "dangerous unsafe risky"),
     ("cheap cheaper affordable", "expensive costly dear"),
     ("support supports back backs", "oppose opposes reject rejects"),
@@ -127,10 +134,10 @@ def clauses(text: str) -> list[str]:
     for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
         if sentence.rstrip().endswith("?"):
             continue
-        for part in _CLAUSE.split(sentence):
-            if not part:
+        for raw in _CLAUSE.split(sentence):
+            if not raw:
                 continue
-            part = _QUESTION_TAIL.sub("", _INTERJECTION.sub("", part)).strip(" ,.")
+            part = _QUESTION_TAIL.sub("", _INTERJECTION.sub("", raw)).strip(" ,.")
             if content(part):
                 out.append(part)
     return out
