@@ -46,7 +46,7 @@ _INTERJECTION = re.compile(
 )
 _CLAUSE = re.compile(
     r"(?<=[.!?;])\s+|\s*[;—–]\s*|,?\s+\b(?:but|while|whereas|although|though|yet)\b\s+"
-    r"|,\s+and\s+",
+    r"|,\s+and\s+|\s+and\s+(?=\w+\s+(?:is|are|was|were|has|have|makes?|says?)\b)",
     re.I,
 )
 _QUESTION_TAIL = re.compile(r"\bwhether\b.*$", re.I | re.S)
@@ -82,7 +82,8 @@ OPPOSITES: tuple[tuple[str, str], ...] = (
     ("full busy crowded", "empty quiet deserted"),
     ("early", "late"),
     ("allow permit", "ban forbid prohibit"),
-    ("save saved", "waste wasted"),
+    ("save saved", "waste wasted cost"),
+    ("short shorter shorten shortened", "long longer lengthen lengthened"),
 )
 
 
