@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from itertools import combinations, pairwise
+from itertools import combinations
 from typing import Any
 
 from loom_sim.debate.crux_type import crux_type
@@ -149,6 +149,22 @@ def _without_prefix(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _pressed(claim: str, lines: list[dict[str, str]]) -> bool:
+    """Is the disputed claim argued, not just crossed once? Both sides taken and at least
+    :data:`PRESSED` of the pair's messages taking a side on it: one contradiction and a
+    change of subject is a quibble; a contradiction restated, by either of them, is a
+    disagreement. (Counting the pair's alternations instead missed "No, it rose." restated
+    after a bystander spoke, and counted turns about anything else as exchanges.)"""
+    sides = [side(_without_prefix(line["text"]), claim) for line in lines]
+    return Side.FOR in sides and Side.AGAINST in sides and len(
+        [s for s in sides if s is not Side.NEITHER]
+    ) >= PRESSED
+
+
+#: How many of a pair's messages must take a side on the claim they dispute.
+PRESSED = 3
+
+
 @script(
     "crux-detector", summary="finds the pair whose claims take opposite sides of a claim", order=61
 )
@@ -166,9 +182,7 @@ def crux_detector(request: ModelRequest) -> str:
                 disputed = dispute(_without_prefix(later["text"]), _without_prefix(earlier["text"]))
                 if disputed is not None and disputed[0] > best[0]:
                     best = disputed
-        turns = [line["pid"] for line in lines if line["pid"] in (a, b)]
-        exchanges = sum(1 for p, q in pairwise(turns) if p != q)
-        if best[0] >= 0.5 and exchanges >= 2:
+        if best[0] >= 0.5 and _pressed(best[1], by[a] + by[b]):
             confidence = round(min(0.95, 0.55 + best[0] * 0.4), 2)
             found.append({"pair": [a, b], "claim": best[1], "confidence": confidence})
     found.sort(key=lambda d: -d["confidence"])
