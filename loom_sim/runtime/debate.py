@@ -146,10 +146,10 @@ class Debate:
             for start in detection.rooms:
                 self._rooms_opened += 1
                 self._registry.opened((start.pair[0], start.pair[1]), detection.after)
-                if start.id in closed:
+                if start.id in closed:  # carded, or its card rejected: never run again
                     self._registry.closed((start.pair[0], start.pair[1]))
-                if start.id in carded:
-                    self._registry.carded((start.pair[0], start.pair[1]), start.question)
+                    if start.id in carded:
+                        self._registry.carded((start.pair[0], start.pair[1]), start.question)
                 else:
                     self._queue.append(start)
 
