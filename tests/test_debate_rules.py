@@ -173,10 +173,12 @@ def test_the_seed_rule_clarifies_first_then_draws_ask_evidence_disagree():
 RULE = DetectionSettings(confidence=0.8, consecutive=2, cooldown=6)
 
 
-def found(confidence: float = 0.9, corroborated: bool = True) -> list[Disagreement]:
+def found(
+    confidence: float = 0.9, corroborated: bool = True, claim: str = "x"
+) -> list[Disagreement]:
     return [
         Disagreement(
-            pair=["ada", "bo"], claim="x", confidence=confidence, corroborated=corroborated
+            pair=["ada", "bo"], claim=claim, confidence=confidence, corroborated=corroborated
         )
     ]
 
@@ -227,6 +229,33 @@ def test_the_cooldown_counts_messages_and_fails_alone():
     assert registry.consider(5, 12, found())[0].spawn  # 6 messages: free again
 
 
+def test_a_carded_claim_is_not_reopened_after_the_cooldown_and_fails_alone():
+    pays, loses = "The night ferry pays for itself.", "The night ferry loses money every year."
+    registry = CandidateRegistry(RULE)
+    registry.consider(1, 3, found(claim=pays))
+    assert registry.consider(2, 6, found(claim=pays))[0].spawn
+    registry.opened(("ada", "bo"), 6)
+    registry.closed(("ada", "bo"))
+    registry.carded(("ada", "bo"), pays)
+    registry.consider(3, 30, found(claim=loses))
+    decision = registry.consider(4, 33, found(claim=loses))[0]  # the same claim, either way put
+    assert not decision.spawn
+    assert decision.held_back == [f"carded: this pair already has a card on {pays!r}"]
+    other = "The harbour cafe should close at ten."
+    registry.consider(5, 36, found(claim=other))
+    assert registry.consider(6, 39, found(claim=other))[0].spawn  # another claim: a new room
+
+
+def test_a_room_that_ended_without_a_card_can_reopen_after_the_cooldown():
+    claim = "The night ferry pays for itself."
+    registry = CandidateRegistry(RULE)
+    registry.consider(1, 3, found(claim=claim))
+    registry.opened(("ada", "bo"), 3)
+    registry.closed(("ada", "bo"))  # its card was rejected: nothing settled
+    registry.consider(2, 30, found(claim=claim))
+    assert registry.consider(3, 33, found(claim=claim))[0].spawn
+
+
 def test_an_uncorroborated_detection_does_not_count():
     registry = CandidateRegistry(RULE)
     registry.consider(1, 3, found())
@@ -256,6 +285,10 @@ def test_detections_accept_names_and_ids_and_keep_the_most_confident_per_pair():
         ({"pair": ["ada", "ada"], "claim": "x", "confidence": 0.9}, "two different personas"),
         ({"pair": ["ada", "cy"], "claim": "x", "confidence": 0.9}, "must both have spoken"),
         ({"pair": ["ada", "bo"], "claim": "", "confidence": 0.9}, "claim must say"),
+        (
+            {"pair": ["ada", "bo"], "claim": "The ferry pays. Fares rose.", "confidence": 0.9},
+            "claim has 2 sentences; a crux room argues one claim, in one sentence",
+        ),
         ({"pair": ["ada", "bo"], "claim": "x", "confidence": 1.5}, "not between 0 and 1"),
         ({"pair": ["ada", "bo"], "claim": "x", "confidence": True}, "must be a number"),
     ],
