@@ -1,26 +1,27 @@
-"""On every shipped planted deck and seeds 1-5 (scripted path): rooms open for the planted
-pair and no bystander, no claim is carded twice, and every card's stances are what its cited
-messages say."""
+"""On every shipped planted deck, and the planted decks kept with the tests whose pair disagrees
+without a negation word (two with a persona who grants each side its point), seeds 1-5
+(scripted path): rooms open for the planted pair and no bystander, no claim is carded twice,
+and every card's stances are what its cited messages say."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from debate_support import DECKS, plan, run
+from debate_support import DECKS, TEST_DECKS, plan, run
 
 from loom_sim.debate.deck import load_deck
 from loom_sim.debate.stance import Side, closest, side
 
-PLANTED = sorted(p.stem for p in DECKS.glob("planted_*.yaml"))
+PLANTED = sorted(DECKS.glob("planted_*.yaml")) + sorted(TEST_DECKS.glob("paraphrased_*.yaml"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("deck", PLANTED)
+@pytest.mark.parametrize("deck", PLANTED, ids=lambda p: p.stem)
 def test_planted_decks_open_rooms_only_for_the_planted_pair_and_cards_hold(tmp_path, deck):
-    planted = [sorted(c.pair) for c in load_deck(DECKS / f"{deck}.yaml").planted or []]
+    planted = [sorted(c.pair) for c in load_deck(deck).planted or []]
     for seed in range(1, 6):
-        out = tmp_path / f"{deck}-{seed}"
+        out = tmp_path / f"{deck.stem}-{seed}"
         assert run(plan(deck, out, seed=seed)).status == "done"
         rounds = [json.loads(x) for x in (out / "detections.jsonl").read_text().splitlines()]
         rooms = [s for r in rounds for s in r["rooms"]]
