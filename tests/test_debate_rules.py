@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from loom_sim.debate.candidates import CandidateRegistry
@@ -383,3 +384,41 @@ def test_the_exit_check_runs_every_two_exchanges_after_the_third():
     assert [n for n in range(1, 21) if rooms.exit_check_due(n)] == [5, 7, 9, 11, 13, 15, 17, 19]
     other = RoomSettings(exit_after=2, exit_every=3)
     assert [n for n in range(1, 12) if other.exit_check_due(n)] == [5, 8, 11]
+
+
+# ─── the gate ───────────────────────────────────────────────────────────────
+
+
+def _signal(earlier: str, later: str, similarity: float, reply: bool = False):
+    from loom_sim.debate.opposition import Claim, signals_for
+
+    window = [Claim("m1", "ada", earlier), Claim("m2", "bo", later, "m1" if reply else None)]
+    [signal] = signals_for(window[1], window, np.array([[1.0, similarity], [similarity, 1.0]]))
+    return signal
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [
+        ("The night ferry pays for itself.", "The ferry loses money."),
+        ("Rents in the harbour district rose after the rezoning.", "Harbour rents fell."),
+        ("The council should end the lido season early.", "Prolong the lido season, I say."),
+    ],
+)
+def test_the_gate_lets_through_any_pair_read_on_opposite_sides_however_unlike(earlier, later):
+    signal = _signal(earlier, later, similarity=0.0)  # the texts' similarity at its worst
+    assert signal.contrast == "opposite_sides"
+    assert signal.opposition >= DetectionSettings().gate
+
+
+def test_the_gate_holds_back_a_contrary_reply_that_shares_no_claim():
+    """A bystander answering "No, ..." about something else: in the planted decks with MiniLM
+    similarity such pairs reached 0.36 and the detector was asked for them at a gate of 0.3."""
+    signal = _signal(
+        "The harbour cafe stays open late for the crews.",
+        "No, our choir rehearses on the quay every Thursday.",
+        similarity=0.6014,
+        reply=True,
+    )
+    assert signal.contrast == "contrast_words"
+    assert signal.opposition < DetectionSettings().gate
