@@ -422,3 +422,20 @@ def test_the_gate_holds_back_a_contrary_reply_that_shares_no_claim():
     )
     assert signal.contrast == "contrast_words"
     assert signal.opposition < DetectionSettings().gate
+
+
+# ─── where a message stands ─────────────────────────────────────────────────
+
+
+def test_granting_each_side_its_point_takes_neither_side_even_without_a_comma():
+    from loom_sim.debate.stance import Side, clauses, side
+
+    both = (
+        "Ada is right that the ferry pays for itself and Hugo is right that the ferry loses money."
+    )
+    assert clauses(both) == [
+        "Ada is right that the ferry pays for itself",
+        "Hugo is right that the ferry loses money",
+    ]
+    assert side(both, "The ferry pays for itself.") is Side.NEITHER
+    assert side("Ada is right that the ferry pays for itself.", "The ferry pays.") is Side.FOR
