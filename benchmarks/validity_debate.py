@@ -1,6 +1,6 @@
 """How often the debate's detectors are right, on labelled sets written for the purpose.
 
-    .venv/bin/python benchmarks/validity_debate.py [--embedded]
+    .venv/bin/python benchmarks/validity_debate.py [--embedded] [--write]
 
 Each detector is run over its set in ``tests/data/validity/`` (positives and near misses: a
 persona who grants both sides their point, allies who open with "No,", paraphrased
@@ -17,11 +17,14 @@ disagreement without negation words, off-topic bystanders) and scored:
 
 The deterministic path uses TF-IDF similarity; ``--embedded`` adds the path with MiniLM
 embeddings for the two detectors that read similarity (the others read no model).
+``--write`` stores the figures, with today's date, in ``loom_sim/debate/validity.json``: the
+one place the debate report reads them from.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 from collections.abc import Callable
@@ -36,7 +39,9 @@ from loom_sim.debate.stance import Side, side
 from loom_sim.models.base import ChatMessage, ModelRequest
 from loom_sim.signals.embedding import load_backend
 
-DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "validity"
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "validity"
+SHIPPED = ROOT / "loom_sim" / "debate" / "validity.json"
 TYPES = ("horizon", "evidence", "values", "definition", "claim", "premise")
 
 
@@ -160,8 +165,13 @@ def measure(embedded: bool = False) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedded", action="store_true", help="also the MiniLM path")
+    parser.add_argument("--write", action="store_true", help=f"store the figures in {SHIPPED}")
     args = parser.parse_args()
     rows = measure(args.embedded)
+    if args.write:
+        measured = datetime.datetime.now(datetime.UTC).date().isoformat()
+        text = json.dumps({"measured": measured, "rows": rows}, indent=1) + "\n"
+        SHIPPED.write_text(text, encoding="utf-8")
     print(f"{'detector':18}{'path':15}{'n':>5}{'precision':>11}{'recall':>8}")
     for r in rows:
         print(
