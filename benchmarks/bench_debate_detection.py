@@ -1,7 +1,8 @@
 """Detection quality on planted cruxes: do rooms open where the disagreement is, and only there?
 
     .venv/bin/python benchmarks/bench_debate_detection.py [--seeds 3] \
-        [--detector scripted|embedded|both] [--similarity embedding|tfidf]
+        [--detector scripted|embedded|both] [--similarity embedding|tfidf] \
+        [--paraphrased] [--gate 0.3 --gate 0.5 ...]
 
 Each shipped planted-crux deck (``configs/decks/planted_*.yaml``) is a scripted debate in which
 a known pair disagrees on a known claim of a known type — or, in the ``none`` decks, nobody
@@ -17,7 +18,15 @@ Figures, over every deck and seed:
   side of the claim) to the room opening, median and max;
 * **card type accuracy** — cards of planted rooms whose type is the planted type, and how many
   rooms got no valid card at all;
+* **rounds asked** — detection rounds in which the detector model was asked (the gate let
+  the window through), of all rounds;
 * wall time per debate (median) and peak memory.
+
+``--paraphrased`` adds the planted decks kept with the tests (``tests/data/decks/``), whose
+pairs disagree without a negation word ("end" against "prolong", "rose" against "fell") and
+two of which have a persona who grants each side its point. ``--gate`` runs everything again at
+each given detection gate (the deck's ``debate.detection.gate`` replaced), to see what a gate
+saves in detector calls and what it costs in cruxes.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import time
 from pathlib import Path
 
 import trio
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, peak_rss_mib
@@ -43,6 +53,7 @@ from loom_sim.models.hub import ModelHub
 
 ROOT = Path(__file__).resolve().parent.parent
 DECKS = sorted((ROOT / "configs" / "decks").glob("planted_*.yaml"))
+PARAPHRASED = sorted((ROOT / "tests" / "data" / "decks").glob("paraphrased_*.yaml"))
 ANALYSTS = {
     "scripted": {
         "detection": "scripted/crux-detector",
@@ -74,6 +85,16 @@ def onset(turns: list[dict], pair: list[str], claim: str) -> int | None:
             if stated == set(pair):
                 return said
     return None
+
+
+def with_gate(deck_path: Path, gate: float, folder: Path) -> Path:
+    """A copy of the deck (in ``folder``) whose detection gate is ``gate``."""
+    data = yaml.safe_load(deck_path.read_text(encoding="utf-8"))
+    data.setdefault("debate", {}).setdefault("detection", {})["gate"] = gate
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / deck_path.name
+    copy.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return copy
 
 
 def one(deck_path: Path, seed: int, analysts: dict[str, str], out: Path, similarity: str) -> dict:
@@ -113,6 +134,7 @@ def one(deck_path: Path, seed: int, analysts: dict[str, str], out: Path, similar
         ],
         "found": [f["pair"] for r in rounds for f in r["found"] if f["corroborated"]],
         "asked": sum(1 for r in rounds if r["asked"]),
+        "rounds": len(rounds),
         "cards": {c["room"]: c["card"]["type"] for c in cards.get("cards", [])},
         "rejected": [c["room"] for c in cards.get("rejected", [])],
     }
@@ -156,6 +178,7 @@ def score(runs: list[dict]) -> dict:
             else None
         ),
         "rounds_asked": sum(run["asked"] for run in runs),
+        "rounds": sum(run["rounds"] for run in runs),
         "spawn_latency_median": statistics.median(latencies) if latencies else None,
         "spawn_latency_max": max(latencies) if latencies else None,
         "card_type_accuracy": typed / carded if carded else None,
@@ -178,30 +201,41 @@ def main() -> None:
         "--embedded-seeds", type=int, default=1, help="seeds for the embedded model"
     )
     parser.add_argument("--similarity", choices=["embedding", "tfidf"], default="embedding")
+    parser.add_argument("--paraphrased", action="store_true", help="add tests/data/decks/")
+    parser.add_argument(
+        "--gate", type=float, action="append", help="run at this detection gate (repeatable)"
+    )
     args = parser.parse_args()
+    decks = DECKS + (PARAPHRASED if args.paraphrased else [])
     kinds = ["scripted", "embedded"] if args.detector == "both" else [args.detector]
+    gates: list[float | None] = list(args.gate or [None])
     report = {}
     for kind in kinds:
-        seeds = args.seeds if kind == "scripted" else args.embedded_seeds
-        runs = []
-        for deck in DECKS:
-            for seed in range(1, seeds + 1):
-                out = RESULTS / "bench-debate" / kind / f"{deck.stem}-{seed}"
-                runs.append(one(deck, seed, ANALYSTS[kind], out, args.similarity))
-                print(
-                    f"  {kind} {deck.stem} seed {seed}: {len(runs[-1]['rooms'])} rooms",
-                    file=sys.stderr,
-                )
-        report[kind] = {"figures": score(runs), "runs": runs}
+        for gate in gates:
+            seeds = args.seeds if kind == "scripted" else args.embedded_seeds
+            label = kind if gate is None else f"{kind}@{gate:g}"
+            runs = []
+            for deck in decks:
+                for seed in range(1, seeds + 1):
+                    out = RESULTS / "bench-debate" / label / f"{deck.stem}-{seed}"
+                    path = deck if gate is None else with_gate(deck, gate, out.parent / "decks")
+                    runs.append(one(path, seed, ANALYSTS[kind], out, args.similarity))
+                    print(
+                        f"  {label} {deck.stem} seed {seed}: {len(runs[-1]['rooms'])} rooms",
+                        file=sys.stderr,
+                    )
+            report[label] = {"figures": score(runs), "runs": runs}
     print(
-        f"planted-crux decks: {len(DECKS)} "
-        f"({sum(1 for d in DECKS if 'none' in d.stem)} with no crux); "
+        f"planted-crux decks: {len(decks)} "
+        f"({sum(1 for d in decks if 'none' in d.stem)} with no crux, "
+        f"{sum(1 for d in decks if d in PARAPHRASED)} paraphrased); "
         f"similarity {args.similarity}; debaters scripted"
     )
-    names = list(report[kinds[0]]["figures"])
-    print(f"{'':34}" + "".join(f"{k:>12}" for k in kinds))
+    labels = list(report)
+    names = list(report[labels[0]]["figures"])
+    print(f"{'':34}" + "".join(f"{k:>14}" for k in labels))
     for name in names:
-        print(f"{name:34}" + "".join(f"{fmt(report[k]['figures'][name]):>12}" for k in kinds))
+        print(f"{name:34}" + "".join(f"{fmt(report[k]['figures'][name]):>14}" for k in labels))
     print(f"peak memory {peak_rss_mib():.0f} MiB")
     path = RESULTS / "bench-debate" / "detection.json"
     path.write_text(json.dumps(report, indent=1))

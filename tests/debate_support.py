@@ -16,6 +16,7 @@ from loom_sim.models.scripted import ScriptedClient
 
 ROOT = Path(__file__).resolve().parent.parent
 DECKS = ROOT / "configs" / "decks"
+TEST_DECKS = ROOT / "tests" / "data" / "decks"  # planted decks kept with the tests, not shipped
 
 SCRIPTED = {
     "cheap": "scripted/debater",
@@ -26,13 +27,13 @@ SCRIPTED = {
 }
 
 
-def plan(deck: str, out: Path, **options: Any) -> DebatePlan:
+def plan(deck: str | Path, out: Path, **options: Any) -> DebatePlan:
+    """A shipped deck by name, or any deck by path."""
     models = {**SCRIPTED, **options.pop("models", {})}
     options.setdefault("similarity", "tfidf")
     options.setdefault("seed", 1)
-    made = plan_debate(
-        DECKS / f"{deck}.yaml", DebateOptions(output=out, models=models, **options), []
-    )
+    path = deck if isinstance(deck, Path) else DECKS / f"{deck}.yaml"
+    made = plan_debate(path, DebateOptions(output=out, models=models, **options), [])
     made.files.write_plan(made.record)
     return made
 

@@ -105,6 +105,29 @@ def test_mistakes_are_one_plain_sentence(args, message):
     assert result.exit_code == 1 and message in result.stderr and "Traceback" not in result.output
 
 
+def test_the_report_says_whether_the_planted_crux_was_found_and_quotes_measured_figures(finished):
+    from markupsafe import escape
+
+    from loom_sim.debate.validity import measured
+
+    figures = measured()
+    gate, round_ = figures.get("gate"), figures.get("disagreement")
+    wanted = [
+        "This deck plants a values disagreement between ",
+        ": FOUND — room-1 opened after ",
+        "(the planted type)",
+        f"Measured on labelled windows ({figures.date}, TF-IDF similarity): {gate}",
+        f"{round_}.",
+        str(figures.get("citation_stance")),
+        str(figures.get("crux_type")),
+    ]
+    markdown = (finished / "report.md").read_text()
+    page = (finished / "report.html").read_text()
+    for part in wanted:
+        assert part in markdown, part
+        assert str(escape(part)) in page, part
+
+
 def test_a_bad_deck_is_reported_at_its_line(tmp_path):
     bad = tmp_path / "deck.yaml"
     text = (Path(__file__).parent.parent / "configs" / "decks" / "planted_claim.yaml").read_text()

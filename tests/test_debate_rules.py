@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from loom_sim.debate.candidates import CandidateRegistry
@@ -173,10 +174,12 @@ def test_the_seed_rule_clarifies_first_then_draws_ask_evidence_disagree():
 RULE = DetectionSettings(confidence=0.8, consecutive=2, cooldown=6)
 
 
-def found(confidence: float = 0.9, corroborated: bool = True) -> list[Disagreement]:
+def found(
+    confidence: float = 0.9, corroborated: bool = True, claim: str = "x"
+) -> list[Disagreement]:
     return [
         Disagreement(
-            pair=["ada", "bo"], claim="x", confidence=confidence, corroborated=corroborated
+            pair=["ada", "bo"], claim=claim, confidence=confidence, corroborated=corroborated
         )
     ]
 
@@ -227,6 +230,33 @@ def test_the_cooldown_counts_messages_and_fails_alone():
     assert registry.consider(5, 12, found())[0].spawn  # 6 messages: free again
 
 
+def test_a_carded_claim_is_not_reopened_after_the_cooldown_and_fails_alone():
+    pays, loses = "The night ferry pays for itself.", "The night ferry loses money every year."
+    registry = CandidateRegistry(RULE)
+    registry.consider(1, 3, found(claim=pays))
+    assert registry.consider(2, 6, found(claim=pays))[0].spawn
+    registry.opened(("ada", "bo"), 6)
+    registry.closed(("ada", "bo"))
+    registry.carded(("ada", "bo"), pays)
+    registry.consider(3, 30, found(claim=loses))
+    decision = registry.consider(4, 33, found(claim=loses))[0]  # the same claim, either way put
+    assert not decision.spawn
+    assert decision.held_back == [f"carded: this pair already has a card on {pays!r}"]
+    other = "The harbour cafe should close at ten."
+    registry.consider(5, 36, found(claim=other))
+    assert registry.consider(6, 39, found(claim=other))[0].spawn  # another claim: a new room
+
+
+def test_a_room_that_ended_without_a_card_can_reopen_after_the_cooldown():
+    claim = "The night ferry pays for itself."
+    registry = CandidateRegistry(RULE)
+    registry.consider(1, 3, found(claim=claim))
+    registry.opened(("ada", "bo"), 3)
+    registry.closed(("ada", "bo"))  # its card was rejected: nothing settled
+    registry.consider(2, 30, found(claim=claim))
+    assert registry.consider(3, 33, found(claim=claim))[0].spawn
+
+
 def test_an_uncorroborated_detection_does_not_count():
     registry = CandidateRegistry(RULE)
     registry.consider(1, 3, found())
@@ -256,6 +286,10 @@ def test_detections_accept_names_and_ids_and_keep_the_most_confident_per_pair():
         ({"pair": ["ada", "ada"], "claim": "x", "confidence": 0.9}, "two different personas"),
         ({"pair": ["ada", "cy"], "claim": "x", "confidence": 0.9}, "must both have spoken"),
         ({"pair": ["ada", "bo"], "claim": "", "confidence": 0.9}, "claim must say"),
+        (
+            {"pair": ["ada", "bo"], "claim": "The ferry pays. Fares rose.", "confidence": 0.9},
+            "claim has 2 sentences; a crux room argues one claim, in one sentence",
+        ),
         ({"pair": ["ada", "bo"], "claim": "x", "confidence": 1.5}, "not between 0 and 1"),
         ({"pair": ["ada", "bo"], "claim": "x", "confidence": True}, "must be a number"),
     ],
@@ -350,3 +384,58 @@ def test_the_exit_check_runs_every_two_exchanges_after_the_third():
     assert [n for n in range(1, 21) if rooms.exit_check_due(n)] == [5, 7, 9, 11, 13, 15, 17, 19]
     other = RoomSettings(exit_after=2, exit_every=3)
     assert [n for n in range(1, 12) if other.exit_check_due(n)] == [5, 8, 11]
+
+
+# ─── the gate ───────────────────────────────────────────────────────────────
+
+
+def _signal(earlier: str, later: str, similarity: float, reply: bool = False):
+    from loom_sim.debate.opposition import Claim, signals_for
+
+    window = [Claim("m1", "ada", earlier), Claim("m2", "bo", later, "m1" if reply else None)]
+    [signal] = signals_for(window[1], window, np.array([[1.0, similarity], [similarity, 1.0]]))
+    return signal
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [
+        ("The night ferry pays for itself.", "The ferry loses money."),
+        ("Rents in the harbour district rose after the rezoning.", "Harbour rents fell."),
+        ("The council should end the lido season early.", "Prolong the lido season, I say."),
+    ],
+)
+def test_the_gate_lets_through_any_pair_read_on_opposite_sides_however_unlike(earlier, later):
+    signal = _signal(earlier, later, similarity=0.0)  # the texts' similarity at its worst
+    assert signal.contrast == "opposite_sides"
+    assert signal.opposition >= DetectionSettings().gate
+
+
+def test_the_gate_holds_back_a_contrary_reply_that_shares_no_claim():
+    """A bystander answering "No, ..." about something else: in the planted decks with MiniLM
+    similarity such pairs reached 0.36 and the detector was asked for them at a gate of 0.3."""
+    signal = _signal(
+        "The harbour cafe stays open late for the crews.",
+        "No, our choir rehearses on the quay every Thursday.",
+        similarity=0.6014,
+        reply=True,
+    )
+    assert signal.contrast == "contrast_words"
+    assert signal.opposition < DetectionSettings().gate
+
+
+# ─── where a message stands ─────────────────────────────────────────────────
+
+
+def test_granting_each_side_its_point_takes_neither_side_even_without_a_comma():
+    from loom_sim.debate.stance import Side, clauses, side
+
+    both = (
+        "Ada is right that the ferry pays for itself and Hugo is right that the ferry loses money."
+    )
+    assert clauses(both) == [
+        "Ada is right that the ferry pays for itself",
+        "Hugo is right that the ferry loses money",
+    ]
+    assert side(both, "The ferry pays for itself.") is Side.NEITHER
+    assert side("Ada is right that the ferry pays for itself.", "The ferry pays.") is Side.FOR

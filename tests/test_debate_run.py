@@ -256,3 +256,24 @@ def test_a_card_that_never_validates_is_recorded_as_rejected_with_its_reasons(tm
     assert len(rejected["problems"]) == 3
     assert "the diagnosis cites no message" in rejected["problems"][-1]
     assert "give exactly one position for hugo-brandt" in rejected["problems"][-1]
+
+
+def test_a_debate_killed_after_a_rejected_card_resumes_without_running_that_room_again(tmp_path):
+    """A room whose card was rejected is closed: the resumed debate does not queue it again."""
+
+    def models():
+        uncited = ScriptedClient("scripted/uncited", responses=['{"positions": []}'])
+        return Models({"scripted/uncited": uncited})
+
+    options = {"seed": 2, "messages": 30, "models": {"card": "scripted/uncited"}}
+    whole = tmp_path / "whole"
+    counted = models()
+    run(plan("planted_horizon", whole, **options), counted)
+    specs = [spec for spec, _ in counted.calls]
+    last_card = len(specs) - specs[::-1].index("scripted/uncited")
+    assert json.loads((whole / "cards.json").read_text())["rejected"]
+    assert last_card + 2 < len(specs)  # the main chat goes on after the rejected card
+    out = tmp_path / "killed"
+    killed_after(plan("planted_horizon", out, **options), last_card + 2, models())
+    assert resume(out, models()).status == "done"
+    assert artifacts(out) == artifacts(whole)

@@ -210,7 +210,14 @@ class DetectorActor(Actor):
             prompts.card_prompt(request.question, people, self._shown(lines), nonce),
             nonce,
             card_schema(request.pair, [line.id for line in lines]),
-            partial(validate_card, pair=pair, authors=authors, names=self._setup.names),
+            partial(
+                validate_card,
+                pair=pair,
+                authors=authors,
+                names=self._setup.names,
+                question=request.question,
+                texts={line.id: line.text for line in lines},
+            ),
             key=(f"card:{request.room}", 0),
             attempts=self._setup.settings.rooms.card_attempts,
         )

@@ -32,7 +32,16 @@ from pydantic import Field, ValidationInfo, model_validator
 
 from loom_sim.config.loader import field_errors, load_document
 from loom_sim.core.paths import outside, refusal
-from loom_sim.debate.contract import MAX_QUOTE_CHARS, PersonaContract, Prose, Strict, check_id
+from loom_sim.debate.contract import (
+    FENCE_MARKER,
+    MAX_QUOTE_CHARS,
+    MIN_QUOTE_WORDS,
+    PersonaContract,
+    Prose,
+    Strict,
+    check_id,
+    no_fence_markers,
+)
 from loom_sim.debate.corpus import (
     Excerpt,
     corpus_hash,
@@ -429,6 +438,7 @@ def _relevant(value: Any, ids: set[str]) -> list[str]:
 def _prose(text: str) -> str:
     if not text:
         raise ValueError("it is empty")
+    no_fence_markers(text)
     if any(line.lstrip().startswith(("#", "- ", "* ", "• ")) for line in text.splitlines()):
         raise ValueError("it uses markdown headers or bullet points; write flowing prose")
     return " ".join(text.split())
@@ -456,7 +466,9 @@ def _anchors(
         quote = " ".join(str((item or {}).get("quote", "")).split())
         if not quote:
             continue
-        found = find_quote(quote, excerpts) if len(quote) <= MAX_QUOTE_CHARS else None
+        long_enough = len(quote.split()) >= MIN_QUOTE_WORDS
+        fits = len(quote) <= MAX_QUOTE_CHARS and long_enough and not FENCE_MARKER.search(quote)
+        found = find_quote(quote, excerpts) if fits else None
         if found is None:
             rejected.append(quote)
             continue
@@ -464,7 +476,7 @@ def _anchors(
     if not kept:
         shown = "; ".join(repr(q[:60]) for q in rejected[:3])
         raise ValueError(
-            "no quote occurs verbatim in the excerpts (each must be copied exactly, at most "
-            f"{MAX_QUOTE_CHARS} characters): {shown}"
+            "no quote occurs verbatim in the excerpts (each must be copied exactly from one line "
+            f"of one excerpt, {MIN_QUOTE_WORDS} words to {MAX_QUOTE_CHARS} characters): {shown}"
         )
     return kept, rejected

@@ -11,6 +11,11 @@ one held a room back, and a test can make each fail alone):
    opened. Faultline's cooldown is five minutes of wall-clock time, so the same debate spawns
    rooms in different places on a fast and a slow model; a message count replays the same.
 
+5. **not carded** — the pair has no card yet on the same claim (a claim the two have already
+   argued to a card is settled for them: the cooldown only spaces rooms, it does not re-open
+   one). Two claims are the same when their clauses are about each other
+   (:func:`loom_sim.debate.stance.closest`), whichever way each is phrased.
+
 Only corroborated detections count (the cheap signals must agree with the model). A spawn
 resets the pair's run, so another room needs fresh rounds as well as the cooldown. The
 registry holds no clock and no randomness: a resumed debate replays ``detections.jsonl``
@@ -25,6 +30,7 @@ import msgspec
 
 from loom_sim.debate.messages import Disagreement
 from loom_sim.debate.settings import DetectionSettings
+from loom_sim.debate.stance import closest
 
 Pair = tuple[str, str]
 
@@ -43,6 +49,7 @@ class CandidateRegistry:
     _seen_in: dict[Pair, int] = field(default_factory=dict)  # the last round it was seen in
     _active: set[Pair] = field(default_factory=set)
     _last_room: dict[Pair, int] = field(default_factory=dict)  # messages when it last opened
+    _carded: dict[Pair, list[str]] = field(default_factory=dict)  # claims with a card
 
     def consider(self, round_: int, messages: int, found: list[Disagreement]) -> list[Decision]:
         """Round ``round_`` (after ``messages`` main-chat messages) found these; decide."""
@@ -71,6 +78,11 @@ class CandidateRegistry:
                 held_back.append(
                     f"cooldown: {since} of {self.rule.cooldown} messages since its last room"
                 )
+            settled = next(
+                (c for c in self._carded.get(pair, []) if closest(detection.claim, c)), None
+            )
+            if settled is not None:
+                held_back.append(f"carded: this pair already has a card on {settled!r}")
             decisions.append(
                 Decision(
                     pair=list(pair), claim=detection.claim, spawn=not held_back, held_back=held_back
@@ -85,6 +97,10 @@ class CandidateRegistry:
 
     def closed(self, pair: Pair) -> None:
         self._active.discard(pair)
+
+    def carded(self, pair: Pair, claim: str) -> None:
+        """The room on ``claim`` ended with a valid card: the pair does not argue it again."""
+        self._carded.setdefault(pair, []).append(claim)
 
     def is_active(self, pair: Pair) -> bool:
         return pair in self._active

@@ -3,10 +3,12 @@
 A card names the crux (a 3–5 word noun phrase), its type (horizon, evidence, values,
 definition, claim, premise), a diagnosis, whether it was resolved and how, and each persona's
 position (YES / NO / NUANCED), reasoning and falsifier. Every claim cites the ids of the
-messages it rests on, and :func:`validate_card` checks that each cited message exists and was
-said by the persona the claim is about — a card is evidence a reader can audit, not a summary
-to trust. A model's card that fails is asked for again with the reasons, then recorded as
-rejected; it is never repaired by guessing.
+messages it rests on, and :func:`validate_card` checks that each cited message exists, was
+said by the persona the claim is about, and — for a YES or a NO on the room's question — takes
+that side of it (:func:`loom_sim.debate.stance.side`): a message cited for a NO that says the
+claim holds is refused, as is one that takes no side. A card is evidence a reader can audit,
+not a summary to trust. A model's card that fails is asked for again with the reasons, then
+recorded as rejected; it is never repaired by guessing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from loom_sim.debate.checks import sentences
 from loom_sim.debate.contract import Prose, Strict
+from loom_sim.debate.stance import Side, side
 from loom_sim.models.base import Usage
 
 
@@ -122,10 +125,17 @@ class CardProblem(ValueError):
 
 
 def validate_card(
-    data: Any, pair: tuple[str, str], authors: dict[str, str], names: dict[str, str]
+    data: Any,
+    pair: tuple[str, str],
+    authors: dict[str, str],
+    names: dict[str, str],
+    *,
+    question: str = "",
+    texts: dict[str, str] | None = None,
 ) -> CruxCard:
     """``data`` as a :class:`CruxCard` about ``pair``, every citation checked against
-    ``authors`` (message id -> the persona who said it); :class:`CardProblem` otherwise."""
+    ``authors`` (message id -> the persona who said it) and, given the room's ``question`` and
+    the messages' ``texts``, against what it says; :class:`CardProblem` otherwise."""
     try:
         card = CruxCard.model_validate(data)
     except ValidationError as err:
@@ -155,6 +165,8 @@ def validate_card(
         reasons += _cites(
             f"{position.persona}'s position", position.cites, {position.persona}, authors, names
         )
+        if question and texts is not None:
+            reasons += _sides(position, question, texts)
     if reasons:
         raise CardProblem(reasons)
     return card
@@ -174,6 +186,29 @@ def _cites(
             whose = " or ".join(sorted(names.get(s, s) for s in speakers))
             reasons.append(
                 f"{what} cites {cited}, which {names.get(author, author)} said, not {whose}"
+            )
+    return reasons
+
+
+_WANTED = {Stance.YES: Side.FOR, Stance.NO: Side.AGAINST}
+
+
+def _sides(position: Position, question: str, texts: dict[str, str]) -> list[str]:
+    """Each message a YES or NO cites must take that side of the question."""
+    wanted = _WANTED.get(position.stance)
+    if wanted is None:
+        return []
+    reasons = []
+    for cited in position.cites:
+        text = texts.get(cited)
+        if text is None:
+            continue  # not a message of this debate: said by _cites
+        found = side(text, question)
+        if found != wanted:
+            says = "says the opposite" if found != Side.NEITHER else "takes no side on it"
+            reasons.append(
+                f"{position.persona}'s {position.stance.value} cites {cited}, which {says} "
+                f"(the question: {question!r})"
             )
     return reasons
 

@@ -12,11 +12,36 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 MAX_QUOTE_CHARS = 280
+#: An anchor quote is a persona's words, not a letter: at least this many words.
+MIN_QUOTE_WORDS = 3
 
-Prose = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+#: The markers a fenced transcript is shown between (loom_sim.judging.fence). A model that
+#: copies them into an answer has copied the prompt, not written a field.
+FENCE_MARKER = re.compile(r"<<<\s*(?:END\s+)?(?:TRANSCRIPT|PROBE MATERIAL)\b", re.I)
+
+
+def no_fence_markers(value: str) -> str:
+    if FENCE_MARKER.search(value):
+        raise ValueError(
+            "it holds a fenced-transcript marker (<<<TRANSCRIPT ...>>>): write the field, "
+            "not the prompt's fence"
+        )
+    return value
+
+
+Prose = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(no_fence_markers)
+]
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -55,7 +80,7 @@ class EvidencePolicy(Strict):
 
 class AnchorExcerpt(Strict):
     id: str = Field(description="Unique within the contract, e.g. a1.")
-    content: str = Field(
+    content: Annotated[str, AfterValidator(no_fence_markers)] = Field(
         min_length=1,
         max_length=MAX_QUOTE_CHARS,
         description=f"The persona's own words, at most {MAX_QUOTE_CHARS} characters.",

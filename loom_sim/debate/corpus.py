@@ -131,8 +131,13 @@ def normalise(text: str) -> str:
 
 
 def find_quote(quote: str, excerpts: list[Excerpt]) -> Excerpt | None:
-    """The excerpt ``quote`` occurs in verbatim (whitespace aside), if any."""
+    """The excerpt ``quote`` occurs in verbatim (whitespace aside), within one of its lines,
+    if any. A feed item's title and each of its paragraphs are lines of their own: a quote
+    that runs from the title into the body is two fragments joined, not words anyone wrote."""
     wanted = normalise(quote)
     if not wanted:
         return None
-    return next((e for e in excerpts if wanted in normalise(e.text)), None)
+    return next(
+        (e for e in excerpts if any(wanted in normalise(line) for line in e.text.splitlines())),
+        None,
+    )

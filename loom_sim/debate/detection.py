@@ -5,7 +5,8 @@ signals say some pair opposes (:mod:`~loom_sim.debate.opposition`), asks its mod
 temperature — for the substantive disagreements in it: pair, claim, confidence, as JSON
 checked against :data:`DETECTION_SCHEMA`. :func:`read_detections` accepts an answer only if
 every pair names two different personas who spoke in the window (by id, or by name, which
-models often prefer) with a claim and a confidence in [0, 1]; otherwise the detector is asked
+models often prefer) with one claim (one sentence: it becomes a crux room's question) and a
+confidence in [0, 1]; otherwise the detector is asked
 again with the reasons.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from loom_sim.debate.checks import sentences
 from loom_sim.debate.messages import Disagreement, PairSignal
 
 DETECTION_SCHEMA: dict[str, Any] = {
@@ -100,6 +102,12 @@ def read_detections(
             continue
         if not isinstance(claim, str) or not claim.strip():
             reasons.append(f"{where}: claim must say what they disagree about")
+            continue
+        if len(sentences(claim)) > 1:
+            reasons.append(
+                f"{where}: claim has {len(sentences(claim))} sentences; a crux room argues one "
+                "claim, in one sentence"
+            )
             continue
         if isinstance(confidence, bool) or not isinstance(confidence, int | float):
             reasons.append(f"{where}: confidence must be a number from 0 to 1")

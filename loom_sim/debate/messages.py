@@ -93,7 +93,7 @@ class PairSignal(msgspec.Struct, frozen=True):
     pair: list[str]  # sorted persona ids
     opposition: float
     similarity: float
-    contrast: str  # contrary_reply | negation | contrast_words | none
+    contrast: str  # contrary_reply | opposite_sides | contrast_words | none | same_side
     messages: list[str]  # the later claim's id, the earlier claim's id
 
 

@@ -5,13 +5,20 @@ things that cost no model call:
 
 * **similarity** of the two claims (MiniLM embeddings, or TF-IDF): are they about the same
   thing? Two personas saying unrelated things do not disagree, however contrary they sound;
-* **negation**: does exactly one of the two claims negate ("does not pay for itself" against
-  "pays for itself")?
+* **sides** (:mod:`~loom_sim.debate.stance`): do the two claims take opposite sides of what
+  they share ("does not pay for itself", or "loses money", against "pays for itself"), the
+  same side, or share no claim? A message that grants each side its point takes neither
+  side against either, however many negations it holds;
 * **reply target and contrast**: does the later message answer the earlier one and open or
   argue against it ("No —", "that's wrong", "but")?
 
-``opposition = similarity × contrast`` where contrast is 1.0 for a contrary reply, 0.8 for a
-negation on one side only, 0.6 for contrast words without a reply, 0.2 for none. The detector
+``opposition = similarity × contrast`` where similarity is the larger of the two messages'
+similarity and the share of words their closest clauses have in common (a claim is a clause:
+"The cleanup did not work." against "The cleanup worked downstream. The survey says so." is
+one claim disputed, however the rest of the message dilutes it), and contrast is 1.0 for a
+contrary reply on opposite sides, 0.8 for opposite sides, 0.6 for contrast words on no
+shared claim, 0.2 for none and 0.05 for the same side. ``benchmarks/validity_debate.py``
+measures the gate on labelled windows (``tests/data/validity/debate_gate.jsonl``). The detector
 model is asked only when some pair in the window reaches the gate, and a pair it names counts
 only if its opposition reaches the corroboration threshold: two independent readings must
 agree before a room opens, where Faultline trusted one cheap call.
@@ -26,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from loom_sim.debate.messages import PairSignal
+from loom_sim.debate.stance import closest
 from loom_sim.signals.embedding import Backend
 
 _NEGATION = re.compile(
@@ -38,9 +46,10 @@ _CONTRAST = re.compile(
 )
 
 CONTRARY_REPLY = 1.0
-ONE_SIDED_NEGATION = 0.8
+OPPOSITE_SIDES = 0.8
 CONTRAST_WORDS = 0.6
 NO_CONTRAST = 0.2
+SAME_SIDE = 0.05
 
 
 @dataclass(frozen=True)
@@ -61,14 +70,20 @@ class Claim:
         return _CONTRAST.search(self.text) is not None
 
 
-def contrast(later: Claim, earlier: Claim) -> tuple[float, str]:
-    if later.reply_to == earlier.id and later.contrary:
-        return CONTRARY_REPLY, "contrary_reply"
-    if later.negated != earlier.negated:
-        return ONE_SIDED_NEGATION, "negation"
+def contrast(later: Claim, earlier: Claim) -> tuple[float, str, float]:
+    """How contrary ``later`` is to ``earlier``, and how much of a claim their closest clauses
+    share. Sides decide before words: "No, the ferry pays" answering "the ferry pays" agrees,
+    whatever its "No"."""
+    reading = closest(later.text, earlier.text)
+    if reading is not None and not reading.opposite:
+        return SAME_SIDE, "same_side", reading.overlap
+    if reading is not None:
+        if later.reply_to == earlier.id and later.contrary:
+            return CONTRARY_REPLY, "contrary_reply", reading.overlap
+        return OPPOSITE_SIDES, "opposite_sides", reading.overlap
     if later.contrary:
-        return CONTRAST_WORDS, "contrast_words"
-    return NO_CONTRAST, "none"
+        return CONTRAST_WORDS, "contrast_words", 0.0
+    return NO_CONTRAST, "none", 0.0
 
 
 def similarities(backend: Backend, texts: Sequence[str]) -> np.ndarray:
@@ -119,8 +134,8 @@ def signals_for(claim: Claim, window: Sequence[Claim], matrix: np.ndarray) -> li
     found = []
     for speaker, index in sorted(latest.items()):
         earlier = window[index]
-        similarity = max(0.0, float(matrix[here, index]))
-        factor, why = contrast(claim, earlier)
+        factor, why, shared = contrast(claim, earlier)
+        similarity = max(0.0, float(matrix[here, index]), shared)
         found.append(
             PairSignal(
                 pair=sorted([claim.speaker, speaker]),

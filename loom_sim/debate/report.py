@@ -17,6 +17,7 @@ import jinja2
 from loom_sim.debate.cards import CardRecord, RejectedCard
 from loom_sim.debate.files import DebateFiles, DebateRecord, Summary, tally
 from loom_sim.debate.records import ChatTurn, DetectionRound, ExitCheck, RoomLine, RoomStart
+from loom_sim.debate.verdicts import card_trust, detection_trust, planted_lines
 
 
 @dataclass
@@ -45,6 +46,20 @@ class DebateView:
 
     def rooms_after(self, message: str | None) -> list[RoomView]:
         return [r for r in self.rooms if r.start.last_message == message]
+
+    def planted(self) -> list[str]:
+        """Whether the crux the deck planted was found (nothing when it planted no key)."""
+        types = {r.start.id: r.card.card["type"] for r in self.rooms if r.card is not None}
+        starts = [r.start for r in self.rooms]
+        return planted_lines(self.record.deck.get("planted"), starts, types, self.name)
+
+    def detection_trust(self) -> str:
+        detection = self.record.deck.get("debate", {}).get("detection", {})
+        spec = self.record.models.get("detection", {}).get("spec", "")
+        return detection_trust(spec, detection.get("similarity", "embedding"))
+
+    def card_trust(self) -> str:
+        return card_trust(self.record.models.get("card", {}).get("spec", ""))
 
     def cited(self, ids: list[str]) -> list[tuple[str, str, str]]:
         """(id, speaker name, text) of each cited message ("?" when it is not in the files)."""
@@ -151,9 +166,10 @@ def markdown(view: DebateView) -> str:
         "",
         "Models: " + ", ".join(f"{role} {m['spec']}" for role, m in record.models.items()),
         "",
-        "## The thread",
-        "",
     ]
+    if planted := view.planted():
+        out += ["## Planted crux", ""] + [f"- {line}" for line in planted] + [""]
+    out += ["## The thread", ""]
     rooms_done: set[str] = set()
     for turn in view.turns:
         out.append(_turn_md(view, turn))
@@ -167,6 +183,8 @@ def markdown(view: DebateView) -> str:
     out += ["", "## Crux rooms", ""]
     if not view.rooms:
         out.append("No crux room opened.")
+    else:
+        out += [view.card_trust(), ""]
     for room in view.rooms:
         start = room.start
         out += [
@@ -184,7 +202,7 @@ def markdown(view: DebateView) -> str:
             else:
                 out.append(f"- *{view.name(line.speaker)}: failed message*")
         out += ["", *_card_md(view, room), ""]
-    out += ["## Detection rounds", ""]
+    out += ["## Detection rounds", "", view.detection_trust(), ""]
     out += ["| round | after | strongest pair | gate | asked | found | decision |"]
     out += ["| ---: | ---: | --- | ---: | --- | --- | --- |"]
     for r in view.rounds:

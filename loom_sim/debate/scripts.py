@@ -3,10 +3,13 @@
 ``scripted/debater`` argues from the persona's own anchor quotes, shaped to the intent it is
 given (an ASK becomes a question, an EVIDENCE names its source and year); in a crux room it
 names the point it cannot agree on from its third message on. ``scripted/crux-detector``
-reads the fenced window and reports the pair whose claims share the most words with a
-negation on one side only; ``scripted/crux-exit`` looks for both personas naming the point
-(or a change of mind); ``scripted/crux-card`` writes a card from the room's transcript, typing
-the crux by the words the room used and citing each persona's own messages.
+reads the fenced window and reports the pair whose claims take opposite sides of a shared
+claim (:mod:`~loom_sim.debate.stance`: a negation or a word's opposite, so "end" against
+"prolong" counts and a persona granting both sides their point does not);
+``scripted/crux-exit`` looks for both personas naming the point (or a change of mind);
+``scripted/crux-card`` writes a card from the room's transcript: each persona's stance is the
+side its messages take on the room's question, each position cites only messages that take
+that side, and the crux is typed by the cues the room used (:mod:`~loom_sim.debate.crux_type`).
 
 They are heuristics, not models: with a planted-crux deck (a pair whose anchors contradict
 each other) they make a debate whose right answer is known, which is what the tests and
@@ -19,10 +22,11 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections import Counter
-from itertools import combinations, pairwise
+from itertools import combinations
 from typing import Any
 
+from loom_sim.debate.crux_type import crux_type
+from loom_sim.debate.stance import Side, dispute, side
 from loom_sim.models.base import ModelRequest
 from loom_sim.models.scripted import script
 
@@ -33,26 +37,12 @@ _STOP = frozenset(
     no never nobody none nor n't won't don't doesn't isn't aren't cannot can't right per one
     about into over under more most less just only even also all any some every own same""".split()
 )
-_NEGATION = re.compile(r"\b(not|no|never|nobody|nothing|none|cannot|without)\b|n't\b", re.I)
 _LINE = re.compile(r"^\[(?P<id>[^\]]+)\] (?P<name>.+?) \((?P<pid>[a-z0-9_-]+)\): (?P<text>.*)$")
 _PERSON = re.compile(r"^- (?P<pid>[a-z0-9_-]+): (?P<name>.+)$", re.M)
 _LOWER_FIRST = frozenset(
     "the a an every nobody close build we our it this that there any most some no all "
     "if each".split()
 )
-
-TYPE_WORDS = {
-    "horizon": "decade decades century centuries years year long-run long-term short-term "
-    "near-term generation generations horizon horizons lifetime quarterly term".split(),
-    "evidence": "data study studies evidence numbers figures measured records audit audited "
-    "survey surveys model models logs gauge report".split(),
-    "values": "matters matter fair fairness priority priorities worth value values dignity "
-    "duty owe owed right wrong".split(),
-    "definition": "means meaning define defines definition defined counts term word call "
-    "calls label".split(),
-    "premise": "assumes assume assumption assumptions premise premises presupposes granted "
-    "starting".split(),
-}
 
 
 def _words(text: str) -> set[str]:
@@ -155,13 +145,31 @@ def _transcript(text: str) -> list[dict[str, str]]:
 def _without_prefix(text: str) -> str:
     """The claim inside a scripted message ("No, the ferry pays." -> "The ferry pays.")."""
     text = re.sub(r"^(No|Right|Why ignore that|The real question is whether),?\s*", "", text)
-    text = re.sub(r"^Per the [^,]+, ", "", text)
+    text = re.sub(r"^Per the (?:.+ in \d{4}|[^,]+), ", "", text)
     text = text.rstrip("?.") + "."
     return text[:1].upper() + text[1:]
 
 
+def _pressed(claim: str, lines: list[dict[str, str]]) -> bool:
+    """Is the disputed claim argued, not just crossed once? Both sides taken and at least
+    :data:`PRESSED` of the pair's messages taking a side on it: one contradiction and a
+    change of subject is a quibble; a contradiction restated, by either of them, is a
+    disagreement. (Counting the pair's alternations instead missed "No, it rose." restated
+    after a bystander spoke, and counted turns about anything else as exchanges.)"""
+    sides = [side(_without_prefix(line["text"]), claim) for line in lines]
+    return (
+        Side.FOR in sides
+        and Side.AGAINST in sides
+        and len([s for s in sides if s is not Side.NEITHER]) >= PRESSED
+    )
+
+
+#: How many of a pair's messages must take a side on the claim they dispute.
+PRESSED = 3
+
+
 @script(
-    "crux-detector", summary="finds the pair whose claims overlap with one side negated", order=61
+    "crux-detector", summary="finds the pair whose claims take opposite sides of a claim", order=61
 )
 def crux_detector(request: ModelRequest) -> str:
     lines = _transcript(_user(request))
@@ -170,22 +178,15 @@ def crux_detector(request: ModelRequest) -> str:
         by.setdefault(line["pid"], []).append(line)
     found: list[dict[str, Any]] = []
     for a, b in combinations(sorted(by), 2):
-        best = (0.0, "")
+        best: tuple[float, str] = (0.0, "")
         for x in by[a]:
             for y in by[b]:
-                wx, wy = _words(_without_prefix(x["text"])), _words(_without_prefix(y["text"]))
-                if not wx or not wy:
-                    continue
-                overlap = len(wx & wy) / len(wx | wy)
-                one_sided = bool(_NEGATION.search(x["text"])) != bool(_NEGATION.search(y["text"]))
-                score = overlap * (1.0 if one_sided else 0.3)
-                if score > best[0]:
-                    positive = y if _NEGATION.search(x["text"]) else x
-                    best = (score, _without_prefix(positive["text"]))
-        turns = [line["pid"] for line in lines if line["pid"] in (a, b)]
-        exchanges = sum(1 for p, q in pairwise(turns) if p != q)
-        if best[0] >= 0.35 and exchanges >= 2:
-            confidence = round(min(0.95, 0.55 + best[0] * 0.6), 2)
+                later, earlier = (x, y) if lines.index(x) > lines.index(y) else (y, x)
+                disputed = dispute(_without_prefix(later["text"]), _without_prefix(earlier["text"]))
+                if disputed is not None and disputed[0] > best[0]:
+                    best = disputed
+        if best[0] >= 0.5 and _pressed(best[1], by[a] + by[b]):
+            confidence = round(min(0.95, 0.55 + best[0] * 0.4), 2)
             found.append({"pair": [a, b], "claim": best[1], "confidence": confidence})
     found.sort(key=lambda d: -d["confidence"])
     return json.dumps({"disagreements": found[:2]})
@@ -217,19 +218,6 @@ def crux_exit(request: ModelRequest) -> str:
     return json.dumps({"surfaced": False, "how": "", "reason": "neither has named the point yet"})
 
 
-def crux_type(texts: list[str]) -> str:
-    """The disagreement type whose words the texts use most (claim when none stands out)."""
-    counts: Counter[str] = Counter()
-    for text in texts:
-        words = re.findall(r"[a-z][a-z-]*", text.lower())
-        for kind, vocabulary in TYPE_WORDS.items():
-            counts[kind] += sum(1 for w in words if w in vocabulary)
-    if not counts or counts.most_common(1)[0][1] == 0:
-        return "claim"
-    (top, n), *rest = counts.most_common()
-    return "claim" if rest and rest[0][1] == n else top
-
-
 @script("crux-card", summary="a crux card from the room's transcript, each claim cited", order=63)
 def crux_card(request: ModelRequest) -> str:
     user = _user(request)
@@ -245,14 +233,17 @@ def crux_card(request: ModelRequest) -> str:
         own = [line for line in lines if line["pid"] == pid]
         if not own:
             continue
-        negated = sum(1 for line in own if _NEGATION.search(line["text"]))
-        stance = "NO" if negated * 2 > len(own) else "YES" if negated == 0 else "NUANCED"
-        last = own[-1]["text"].split(". ")[0].rstrip(".") + "."
+        sides = [side(line["text"], claim) for line in own]
+        yes, no = sides.count(Side.FOR), sides.count(Side.AGAINST)
+        stance = "YES" if yes > no else "NO" if no > yes else "NUANCED"
+        wanted = {"YES": Side.FOR, "NO": Side.AGAINST}.get(stance)
+        backing = [line for line, s in zip(own, sides, strict=True) if s == wanted or not wanted]
+        last = backing[-1]["text"].split(". ")[0].rstrip(".") + "."
         falsifier = next(
             (s for line in own for s in re.split(r"(?<=\.) ", line["text"]) if " if " in s),
             f"Evidence that settles whether {_clause(claim)}.",
         )
-        cites = [line["id"] for line in own][-3:]
+        cites = [line["id"] for line in backing][-3:]
         positions.append(
             {
                 "persona": pid,

@@ -31,6 +31,7 @@ from loom_sim.debate.actors.debater import DebaterSetup
 from loom_sim.debate.actors.detector import DetectorSetup
 from loom_sim.debate.actors.moderator import ModeratorSetup
 from loom_sim.debate.candidates import CandidateRegistry
+from loom_sim.debate.cards import CardRecord
 from loom_sim.debate.checks import check_message
 from loom_sim.debate.files import Resumed, Summary, tally
 from loom_sim.debate.intents import OPENING_SHAPE, Intent
@@ -147,13 +148,16 @@ class Debate:
         self._rounds = list(state.rounds)
         self._room_lines = dict(state.rooms)
         closed = state.cards.closed_rooms()
+        carded = {c.room for c in state.cards.cards}
         for detection in self._rounds:  # the registry replays the rounds it decided
             self._registry.consider(detection.round, detection.after, detection.found)
             for start in detection.rooms:
                 self._rooms_opened += 1
                 self._registry.opened((start.pair[0], start.pair[1]), detection.after)
-                if start.id in closed:
+                if start.id in closed:  # carded, or its card rejected: never run again
                     self._registry.closed((start.pair[0], start.pair[1]))
+                    if start.id in carded:
+                        self._registry.carded((start.pair[0], start.pair[1]), start.question)
                 else:
                     self._queue.append(start)
 
@@ -370,8 +374,10 @@ class Debate:
             progress=self._progress,
             lines=self._room_lines.get(start.id),
         )
-        await room.run()
+        outcome = await room.run()
         self._registry.closed((start.pair[0], start.pair[1]))
+        if isinstance(outcome, CardRecord):
+            self._registry.carded((start.pair[0], start.pair[1]), start.question)
         return Trigger.NEXT_ROOM if self._queue else Trigger.NEXT
 
     # ─── helpers ────────────────────────────────────────────────────────────
