@@ -62,6 +62,8 @@ from loom_sim.messages.harness import (
     TargetStopped,
 )
 from loom_sim.messages.rollout import (
+    LOOP_AFTER_REDIRECT,
+    LOOP_CHECK,
     AdversaryMove,
     CheckCandidate,
     Embed,
@@ -76,6 +78,7 @@ from loom_sim.messages.rollout import (
     Probe,
     ProbeOutcome,
     Respond,
+    RevelationEvidence,
     Speak,
     Utterance,
     Verdict,
@@ -84,6 +87,8 @@ from loom_sim.messages.rollout import (
 
 __all__ = [
     "ENVELOPE_DECODER",
+    "LOOP_AFTER_REDIRECT",
+    "LOOP_CHECK",
     "Action",
     "AdversaryMove",
     "AnyBody",
@@ -132,6 +137,7 @@ __all__ = [
     "Reflection",
     "Request",
     "Respond",
+    "RevelationEvidence",
     "Speak",
     "StartTarget",
     "StopTarget",

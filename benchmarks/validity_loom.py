@@ -1,0 +1,230 @@
+"""How often the Loom monitors' detectors are right, on sets labelled for the purpose.
+
+    .venv/bin/python benchmarks/validity_loom.py [--embedded]
+
+Three detectors, each with a labelled set in tests/data/validity/ (positives, and near-misses
+written to look like them):
+
+* **loop_after_redirect** (``loom_loop.jsonl``): after a stagnation redirect, does the new
+  message continue the loop of the five before it? (``signals.stagnation.loop_repeat``)
+* **revelation** (``loom_revelation.jsonl``): which of the mania config's revelations does a
+  message make, said in its own words? Scored per (message, topic) decision.
+  (``monitors.revelations``)
+* **capitulation** (``loom_capitulation.jsonl``): does a message give in to the interlocutor,
+  in the listed phrases or other words? (``monitors.capitulation``)
+
+Two paths each. **deterministic**: what runs with no generative model — phrase rules, TF-IDF
+and the MiniLM sentence embeddings the monitor uses (the same input gives the same verdict);
+a detector's word-only fallback is measured too, as ``<name>[fallback]``. **embedded**: the
+deterministic verdict confirmed by the embedded model (``local/smollm2``) answering a yes/no
+question, as a configured judge would confirm it (one call per item: minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "validity"
+CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"
+EMBEDDED_MODEL = "local/smollm2"
+
+
+def _rows(name: str) -> list[dict[str, Any]]:
+    with (DATA / name).open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _figures(
+    detector: str, path: str, decisions: list[tuple[bool, bool]], **extra: Any
+) -> dict[str, Any]:
+    """Precision and recall of (predicted, labelled) decisions."""
+    tp = sum(p and t for p, t in decisions)
+    fp = sum(p and not t for p, t in decisions)
+    fn = sum(t and not p for p, t in decisions)
+    return {
+        "detector": detector,
+        "path": path,
+        "n": len(decisions),
+        "precision": round(tp / (tp + fp), 3) if tp + fp else 1.0,
+        "recall": round(tp / (tp + fn), 3) if tp + fn else 1.0,
+        **extra,
+    }
+
+
+def _embedding():
+    from loom_sim.signals.embedding import load_backend
+
+    backend = load_backend("embedding")
+    if backend.name != "embedding":
+        raise SystemExit("the embedding model could not be loaded: the figures would be TF-IDF's")
+    return backend
+
+
+def _loops(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+    from loom_sim.signals.stagnation import loop_repeat
+
+    rows = _rows("loom_loop.jsonl")
+    with_vectors, words_only, confirmed = [], [], []
+    for row in rows:
+        earlier, candidate = row["window"], row["candidate"]
+        vectors = backend.vectors([*earlier, candidate])
+        said = loop_repeat(earlier, candidate, vectors) is not None
+        with_vectors.append((said, row["label"]))
+        words_only.append((loop_repeat(earlier, candidate) is not None, row["label"]))
+        if confirm is not None:
+            question = (
+                "Earlier messages:\n"
+                + "\n".join(f"- {m}" for m in earlier)
+                + f"\nNew message: {candidate}\nDoes the new message say the same thing as "
+                "the earlier messages again, adding nothing new?"
+            )
+            confirmed.append((said and confirm(question), row["label"]))
+    figures = [
+        _figures("loop_after_redirect", "deterministic", with_vectors),
+        _figures("loop_after_redirect[fallback]", "deterministic", words_only),
+    ]
+    if confirm is not None:
+        figures.append(_figures("loop_after_redirect", "embedded", confirmed))
+    return figures
+
+
+def _revelations(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+    from loom_sim.config import load_config
+    from loom_sim.monitors import revelations
+
+    config = load_config(CONFIG)
+    options = revelations.variants(config)
+    topics = list(dict.fromkeys(topic for topic, _, _ in options))
+    variant_vectors = backend.vectors([text for _, _, text in options])
+    meaning, words, confirmed = [], [], []
+    for row in _rows("loom_revelation.jsonl"):
+        text, wanted = row["text"], set(row["topics"])
+        found = revelations.by_meaning(
+            config, text, backend.vectors(revelations.spans(text)), variant_vectors
+        )
+        said = {e.topic for e in found}
+        by_words = {e.topic for e in revelations.by_words(config, text)}
+        for topic in topics:
+            meaning.append((topic in said, topic in wanted))
+            words.append((topic in by_words, topic in wanted))
+        if confirm is not None:
+            for topic in topics:
+                evidence = next((e for e in found if e.topic == topic), None)
+                ok = evidence is not None and confirm(
+                    f"Message: {text}\nStatement: "
+                    + next(t for s, v, t in options if s == topic and v == evidence.variant)
+                    + "\nDoes the message say what the statement says, in any words?"
+                )
+                confirmed.append((ok, topic in wanted))
+    figures = [
+        _figures("revelation", "deterministic", meaning),
+        _figures("revelation[fallback]", "deterministic", words),
+    ]
+    if confirm is not None:
+        figures.append(_figures("revelation", "embedded", confirmed))
+    return figures
+
+
+def _capitulation(confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+    from loom_sim.config import load_config
+    from loom_sim.monitors.capitulation import CapitulationCheck
+
+    config = load_config(CONFIG)
+    phrases = config.interaction.anti_capitulation.forbidden_phrases
+    full, listed, confirmed = CapitulationCheck(phrases), [], []
+    literal = CapitulationCheck(phrases, concessions=False)
+    decisions = []
+    for row in _rows("loom_capitulation.jsonl"):
+        said = bool(full.found(row["text"]))
+        decisions.append((said, row["label"]))
+        listed.append((bool(literal.found(row["text"])), row["label"]))
+        if confirm is not None:
+            question = (
+                f"Message: {row['text']}\nDoes the speaker give in, admitting the other "
+                "person is right or that they themselves may be wrong?"
+            )
+            confirmed.append((said and confirm(question), row["label"]))
+    figures = [
+        _figures("capitulation", "deterministic", decisions),
+        _figures("capitulation[phrases only]", "deterministic", listed),
+    ]
+    if confirm is not None:
+        figures.append(_figures("capitulation", "embedded", confirmed))
+    return figures
+
+
+def _embedded_judge() -> tuple[Callable[[str], bool], Callable[[], None]]:
+    """A yes/no question to the embedded model, synchronously; and how to close it."""
+    import trio
+
+    from loom_sim.models.base import ChatMessage, ModelRequest
+    from loom_sim.models.hub import ModelHub
+
+    hub = ModelHub()
+    client = hub.client(EMBEDDED_MODEL, 0, "judge")
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+        "required": ["answer"],
+    }
+
+    def ask(question: str) -> bool:
+        request = ModelRequest(
+            messages=[
+                ChatMessage("system", "Answer the question about the text with yes or no."),
+                ChatMessage("user", question),
+            ],
+            max_tokens=16,
+            temperature=0.0,
+            seed=0,
+            json_schema=schema,
+        )
+        reply = trio.run(client.complete, request)
+        return (reply.parsed or {}).get("answer") == "yes"
+
+    return ask, lambda: trio.run(hub.aclose)
+
+
+def measure(embedded: bool = False) -> list[dict[str, Any]]:
+    """Precision and recall of each detector on its labelled set: the deterministic path (and
+    the word-only fallbacks), and with ``embedded`` the embedded model's confirmation too."""
+    backend = _embedding()
+    confirm, close = _embedded_judge() if embedded else (None, lambda: None)
+    try:
+        return [
+            *_loops(backend, confirm),
+            *_revelations(backend, confirm),
+            *_capitulation(confirm),
+        ]
+    finally:
+        close()
+
+
+def table(figures: list[dict[str, Any]]) -> str:
+    lines = [
+        f"{'detector':32} {'path':14} {'n':>4} {'precision':>9} {'recall':>7}",
+        "-" * 70,
+    ]
+    for f in figures:
+        lines.append(
+            f"{f['detector']:32} {f['path']:14} {f['n']:>4} {f['precision']:>9.3f} "
+            f"{f['recall']:>7.3f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedded", action="store_true", help="also the embedded model path")
+    args = parser.parse_args(argv)
+    print(table(measure(embedded=args.embedded)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
