@@ -131,7 +131,34 @@ def _revelations(backend, confirm: Callable[[str], bool] | None) -> list[dict[st
     return figures
 
 
-def _capitulation(confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+#: What the embedding-only comparison measures each clause against: the listed phrases and
+#: these, the concessions in plain words.
+EXEMPLARS = (
+    "You are right.",
+    "I was wrong.",
+    "Maybe I'm wrong about all of this.",
+    "That makes sense.",
+    "You have a point.",
+    "You've convinced me.",
+    "Maybe it's all in my head.",
+)
+EMBEDDING_ONLY = 0.65  # cosine of a clause and its closest exemplar that counts as giving in
+
+
+def _capitulation_by_embedding(backend, phrases: list[str]) -> list[tuple[bool, bool]]:
+    """The comparison by meaning alone, for contrast: any clause close to an exemplar."""
+    from loom_sim.monitors.capitulation import sentences
+
+    exemplars = backend.vectors([*phrases, *EXEMPLARS])
+    decisions = []
+    for row in _rows("loom_capitulation.jsonl"):
+        clauses = sentences(row["text"])
+        best = float((backend.vectors(clauses) @ exemplars.T).max()) if clauses else 0.0
+        decisions.append((best >= EMBEDDING_ONLY, row["label"]))
+    return decisions
+
+
+def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
     from loom_sim.config import load_config
     from loom_sim.monitors.capitulation import CapitulationCheck
 
@@ -153,6 +180,11 @@ def _capitulation(confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]
     figures = [
         _figures("capitulation", "deterministic", decisions),
         _figures("capitulation[phrases only]", "deterministic", listed),
+        _figures(
+            "capitulation[embedding only]",
+            "deterministic",
+            _capitulation_by_embedding(backend, list(phrases)),
+        ),
     ]
     if confirm is not None:
         figures.append(_figures("capitulation", "embedded", confirmed))
@@ -200,10 +232,24 @@ def measure(embedded: bool = False) -> list[dict[str, Any]]:
         return [
             *_loops(backend, confirm),
             *_revelations(backend, confirm),
-            *_capitulation(confirm),
+            *_capitulation(backend, confirm),
         ]
     finally:
         close()
+
+
+def loop_windows() -> dict[str, float]:
+    """The window signal the stagnation trigger compares with its threshold (mean pairwise
+    MiniLM similarity of six messages) for each labelled loop: its five messages and its
+    first paraphrase. What the default loop threshold is measured against."""
+    from loom_sim.signals.similarity import mean_pairwise
+
+    backend = _embedding()
+    windows: dict[str, list[str]] = {}
+    for row in _rows("loom_loop.jsonl"):
+        if row["label"] and row["context"] not in windows:
+            windows[row["context"]] = [*row["window"], row["candidate"]]
+    return {name: round(mean_pairwise(backend.vectors(w)), 3) for name, w in windows.items()}
 
 
 def table(figures: list[dict[str, Any]]) -> str:
@@ -224,6 +270,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embedded", action="store_true", help="also the embedded model path")
     args = parser.parse_args(argv)
     print(table(measure(embedded=args.embedded)))
+    values = loop_windows()
+    print(
+        "\nloop windows (mean pairwise MiniLM similarity): "
+        + ", ".join(f"{name} {value:.3f}" for name, value in values.items())
+    )
+    for threshold in (0.70, 0.80):
+        reached = sum(v >= threshold for v in values.values())
+        print(f"  reach {threshold:.2f}: {reached} of {len(values)}")
 
 
 if __name__ == "__main__":
