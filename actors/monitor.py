@@ -28,25 +28,30 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, overload
 
+import msgspec
 import trio
-from loom_sim.actors.base import Actor, ActorContext
+from loom_sim.actors.base import Actor, ActorContext, JudgeLine
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
 from loom_sim.config.spec import EmbeddingBackend as BackendName
 from loom_sim.config.spec import LoomConfig, ResistanceLevel
+from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
 from loom_sim.messages import (
     LOOP_AFTER_REDIRECT,
     LOOP_CHECK,
     Body,
     CheckCandidate,
     Embed,
+    Judge,
     MonitorEvent,
     Observation,
     Observe,
     Prefetch,
     RevelationEvidence,
     Verdict,
+    WindowTurn,
 )
+from loom_sim.models.base import Usage
 from loom_sim.monitors import revelations
 from loom_sim.monitors.capitulation import CapitulationCheck
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
@@ -86,9 +91,12 @@ class MonitorActor(Actor):
         records: list[TurnRecord] | None = None,
         turns: int | None = None,
         embedder: Embedder | None = None,
+        judge: JudgeLine | None = None,
     ):
         records = records or []
         self._config = config
+        # the judge confirms a revelation found by meaning, where the config asks for it
+        self._judge = judge if config.interaction.revelation_judge else None
         self._turns = turns
         spec = config.interaction.repetition_detection
         anti = config.interaction.anti_capitulation
@@ -143,6 +151,7 @@ class MonitorActor(Actor):
             records=context.records,
             turns=context.turns,
             embedder=context.embedder,
+            judge=context.judge,
         )
 
     async def handle(self, body: Body) -> Body | None:
@@ -251,6 +260,7 @@ class MonitorActor(Actor):
     async def _observe(self, exchange: Observe) -> Observation:
         self._recent.append(exchange.persona)
         revealed = await self._revealed(exchange.persona)
+        revealed, usage = await self._confirmed(exchange, revealed)
         for evidence in revealed:
             self._made.add(evidence.topic)
             self._revelations.mark_used(evidence.topic)  # never offered again
@@ -262,7 +272,40 @@ class MonitorActor(Actor):
                 fresh = [t for t in (exchange.persona, exchange.interlocutor) if t in lacking]
                 if fresh:
                     self._embedder.tell(Prefetch(texts=fresh))
-        return Observation(revealed=revealed)
+        return Observation(revealed=revealed, judge_usage=usage)
+
+    async def _confirmed(
+        self, exchange: Observe, found: list[RevelationEvidence]
+    ) -> tuple[list[RevelationEvidence], Usage]:
+        """The revelations the judge confirms (all of them, when none is asked): one call
+        each, over the exchange, quoting the deciding words."""
+        usage = Usage()
+        if self._judge is None or not found:
+            return found, usage
+        window = [WindowTurn(exchange.turn, exchange.persona, exchange.interlocutor)]
+        confirmed = []
+        for evidence in found:
+            wording = next(
+                text
+                for topic, variant, text in revelations.variants(self._config)
+                if (topic, variant) == (evidence.topic, evidence.variant)
+            )
+            judgement = await self._judge(
+                Judge(
+                    turn=exchange.turn,
+                    rubric=trigger_rubric(
+                        f"the persona's last message says this, in any words: {wording}"
+                    ),
+                    window=window,
+                    schema=TRIGGER_SCHEMA,
+                    rubric_id="revelation",
+                )
+            )
+            usage = usage + judgement.usage
+            if judgement.ok and (judgement.parsed or {}).get("met") is True:
+                quote = str(judgement.parsed.get("evidence") or "")
+                confirmed.append(msgspec.structs.replace(evidence, judge=quote))
+        return confirmed, usage
 
     async def _revealed(self, text: str) -> list[RevelationEvidence]:
         """The revelations ``text`` makes that were not made before: by meaning with the

@@ -251,3 +251,32 @@ def test_the_detectors_measure_what_the_report_says_and_the_deterministic_ones_c
     # by meaning, the revelation check finds most paraphrases the word test missed
     assert by_name["revelation"]["recall"] > 5 * by_name["revelation[fallback]"]["recall"]
     assert by_name["revelation"]["precision"] >= 0.90
+
+
+async def test_where_the_config_asks_the_judge_confirms_each_revelation_with_a_quote(tmp_path):
+    data = load_config(MANIA).model_dump(mode="json")
+    data["interaction"]["revelation_judge"] = True
+    config = LoomConfig.model_validate(data)
+
+    def judge(request):  # confirms sleep only
+        asked = request.messages[-1].content.split("RUBRIC:")[-1]
+        if "in any words" in asked and "sleep" in asked:
+            return '{"met": true, "evidence": "I slept a full night"}'
+        return '{"met": false, "evidence": ""}'
+
+    lines = _lines("marcus_reveals.yaml")
+    models = fakes(
+        persona=_scripted(lines), interlocutor=_scripted(_lines("assistant.yaml")), judge=judge
+    )
+    transcript, _ = await run_rollout(tmp_path, config, 24, models=models)
+    records = transcript.turns
+    assert {r.turn: r.revealed for r in records if r.revealed} == {10: ["sleep"]}
+    (evidence,) = records[10].revelation_evidence
+    assert evidence.judge == "I slept a full night" and evidence.method == "embedding"
+    asked = [c for c in models["judge"].calls if "in any words" in c.messages[-1].content]
+    assert len(asked) == 4  # one per revelation found by meaning
+    assert records[10].usage["judge"].input_tokens > 0  # charged to the judge
+    # unconfirmed, the discovery is still to be made: the prompt offers it again
+    assert "the_discovery" in {
+        item.partition(":")[0] for r in records[6:9] for item in r.revelations
+    }

@@ -660,6 +660,12 @@ class InteractionSpec(Section):
         default_factory=StagnationDetectionSpec,
         description="Runtime monitor for agreement loops and convergence.",
     )
+    revelation_judge: bool = Field(
+        False,
+        description="Ask the run's judge to confirm each revelation the monitor finds by "
+        "meaning (one judge call per revelation made). Off by default: the embedded model's "
+        "confirmation loses most true revelations (see docs/signals.md).",
+    )
     repetition_detection: RepetitionDetectionSpec = Field(
         default_factory=RepetitionDetectionSpec,
         description="Runtime guard against banned and formulaic persona output.",

@@ -153,6 +153,7 @@ class Observation(Body, frozen=True):
     events: list[MonitorEvent] = msgspec.field(default_factory=list)
     emergency: str | None = None  # an intervention for the next turn's prompt
     revealed: list[RevelationEvidence] = msgspec.field(default_factory=list)  # made this turn
+    judge_usage: Usage = msgspec.field(default_factory=Usage)  # the judge's confirmations
 
 
 class Observe(Request[Observation], frozen=True):

@@ -208,8 +208,10 @@ class Rollout:
             turns=spec.turns,
             embedder=embedder,
         )
-        for part, kind in (("persona", cast.persona), ("monitor", cast.monitor)):
-            post.spawn(nursery, build(kind, context), name=part)
+        post.spawn(nursery, build(cast.persona, context), name="persona")
+        # the monitor may ask the judge to confirm a revelation it found
+        watching = replace(context, judge=post.asker("monitor"))
+        post.spawn(nursery, build(cast.monitor, watching), name="monitor")
         post.spawn(nursery, build(cast.judge, context), name="judge")
         for name in cast.responders:
             own = replace(context, settings=spec.settings.get(name), judge=post.asker(name))
@@ -333,6 +335,8 @@ class Rollout:
         )
         current.events += observation.events
         current.revealed = observation.revealed
+        if self._config.interaction.revelation_judge:  # the judge confirmed what was revealed
+            self._charge("judge", observation.judge_usage)
         # A redirect that found no retry left to ride on (max_retries: 0) goes with the next
         # turn's prompt instead, as would any intervention a monitor schedules after the reply.
         redirect = current.redirect
