@@ -28,31 +28,25 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, overload
 
-import msgspec
 import trio
+from loom_sim.actors import monitor_meaning as meaning
 from loom_sim.actors.base import Actor, ActorContext, JudgeLine
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
 from loom_sim.config.spec import EmbeddingBackend as BackendName
 from loom_sim.config.spec import LoomConfig, ResistanceLevel
-from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
 from loom_sim.messages import (
     LOOP_AFTER_REDIRECT,
     LOOP_CHECK,
     Body,
     CheckCandidate,
     Embed,
-    Judge,
     MonitorEvent,
     Observation,
     Observe,
     Prefetch,
-    RevelationEvidence,
     Verdict,
-    WindowTurn,
 )
-from loom_sim.models.base import Usage
-from loom_sim.monitors import revelations
 from loom_sim.monitors.capitulation import CapitulationCheck
 from loom_sim.monitors.repetition import RepetitionGuard, vary_instruction
 from loom_sim.plugins.actors import actor
@@ -164,6 +158,10 @@ class MonitorActor(Actor):
 
     async def _check(self, request: CheckCandidate) -> Verdict:
         findings = self._guard.check(request.text, list(self._recent))
+        if not any(f.monitor == "capitulation" for f in findings):
+            phrases = self._guard.capitulation.phrases
+            if self._embedder is not None and phrases:  # while the persona is told them
+                findings = await meaning.gave_in(self._embedder, phrases, request.text) + findings
         events = [
             MonitorEvent(
                 monitor=finding.monitor,
@@ -259,8 +257,10 @@ class MonitorActor(Actor):
 
     async def _observe(self, exchange: Observe) -> Observation:
         self._recent.append(exchange.persona)
-        revealed = await self._revealed(exchange.persona)
-        revealed, usage = await self._confirmed(exchange, revealed)
+        revealed = await meaning.revealed(
+            self._config, self._embedder, exchange.persona, self._made
+        )
+        revealed, usage = await meaning.confirmed(self._config, self._judge, exchange, revealed)
         for evidence in revealed:
             self._made.add(evidence.topic)
             self._revelations.mark_used(evidence.topic)  # never offered again
@@ -273,60 +273,6 @@ class MonitorActor(Actor):
                 if fresh:
                     self._embedder.tell(Prefetch(texts=fresh))
         return Observation(revealed=revealed, judge_usage=usage)
-
-    async def _confirmed(
-        self, exchange: Observe, found: list[RevelationEvidence]
-    ) -> tuple[list[RevelationEvidence], Usage]:
-        """The revelations the judge confirms (all of them, when none is asked): one call
-        each, over the exchange, quoting the deciding words."""
-        usage = Usage()
-        if self._judge is None or not found:
-            return found, usage
-        window = [WindowTurn(exchange.turn, exchange.persona, exchange.interlocutor)]
-        confirmed = []
-        for evidence in found:
-            wording = next(
-                text
-                for topic, variant, text in revelations.variants(self._config)
-                if (topic, variant) == (evidence.topic, evidence.variant)
-            )
-            judgement = await self._judge(
-                Judge(
-                    turn=exchange.turn,
-                    rubric=trigger_rubric(
-                        f"the persona's last message says this, in any words: {wording}"
-                    ),
-                    window=window,
-                    schema=TRIGGER_SCHEMA,
-                    rubric_id="revelation",
-                )
-            )
-            usage = usage + judgement.usage
-            if judgement.ok and (judgement.parsed or {}).get("met") is True:
-                quote = str(judgement.parsed.get("evidence") or "")
-                confirmed.append(msgspec.structs.replace(evidence, judge=quote))
-        return confirmed, usage
-
-    async def _revealed(self, text: str) -> list[RevelationEvidence]:
-        """The revelations ``text`` makes that were not made before: by meaning with the
-        embedding service (the sentences and the variants in one request; the variants'
-        vectors are cached after the first), else by the word test."""
-        skip = self._made
-        options = revelations.variants(self._config, skip)
-        if not options:
-            return []
-        if self._embedder is not None:
-            pieces = revelations.spans(text)
-            texts = [*pieces, *(wording for _, _, wording in options)]
-            got = await self._embedder.request(Embed(texts=texts))
-            if got.vectors is not None and pieces:
-                import numpy as np
-
-                vectors = np.asarray(got.vectors)
-                return revelations.by_meaning(
-                    self._config, text, vectors[: len(pieces)], vectors[len(pieces) :], skip
-                )
-        return revelations.by_words(self._config, text, skip)
 
     @overload
     async def _verdict(

@@ -11,7 +11,8 @@ written to look like them):
   message make, said in its own words? Scored per (message, topic) decision.
   (``monitors.revelations``)
 * **capitulation** (``loom_capitulation.jsonl``): does a message give in to the interlocutor,
-  in the listed phrases or other words? (``monitors.capitulation``)
+  in the listed phrases or other words? (``monitors.capitulation``, the words' check the
+  scorer runs; ``monitors.concession``, the match by meaning the runtime monitor adds)
 
 Two paths each. **deterministic**: what runs with no generative model — phrase rules, TF-IDF
 and the MiniLM sentence embeddings the monitor uses (the same input gives the same verdict);
@@ -131,60 +132,42 @@ def _revelations(backend, confirm: Callable[[str], bool] | None) -> list[dict[st
     return figures
 
 
-#: What the embedding-only comparison measures each clause against: the listed phrases and
-#: these, the concessions in plain words.
-EXEMPLARS = (
-    "You are right.",
-    "I was wrong.",
-    "Maybe I'm wrong about all of this.",
-    "That makes sense.",
-    "You have a point.",
-    "You've convinced me.",
-    "Maybe it's all in my head.",
-)
-EMBEDDING_ONLY = 0.65  # cosine of a clause and its closest exemplar that counts as giving in
-
-
-def _capitulation_by_embedding(backend, phrases: list[str]) -> list[tuple[bool, bool]]:
-    """The comparison by meaning alone, for contrast: any clause close to an exemplar."""
-    from loom_sim.monitors.capitulation import sentences
-
-    exemplars = backend.vectors([*phrases, *EXEMPLARS])
-    decisions = []
-    for row in _rows("loom_capitulation.jsonl"):
-        clauses = sentences(row["text"])
-        best = float((backend.vectors(clauses) @ exemplars.T).max()) if clauses else 0.0
-        decisions.append((best >= EMBEDDING_ONLY, row["label"]))
-    return decisions
-
-
 def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
     from loom_sim.config import load_config
+    from loom_sim.monitors import concession
     from loom_sim.monitors.capitulation import CapitulationCheck
 
     config = load_config(CONFIG)
     phrases = config.interaction.anti_capitulation.forbidden_phrases
-    full, listed, confirmed = CapitulationCheck(phrases), [], []
-    literal = CapitulationCheck(phrases, concessions=False)
-    decisions = []
+    words, literal = CapitulationCheck(phrases), CapitulationCheck(phrases, concessions=False)
+    references = concession.exemplars(phrases)
+    reference_vectors = backend.vectors(references)
+    both, by_words, listed, by_meaning, confirmed = [], [], [], [], []
     for row in _rows("loom_capitulation.jsonl"):
-        said = bool(full.found(row["text"]))
-        decisions.append((said, row["label"]))
-        listed.append((bool(literal.found(row["text"])), row["label"]))
+        text, label = row["text"], row["label"]
+        pieces = concession.clauses(text)
+        meant = bool(
+            pieces
+            and concession.by_meaning(
+                pieces, backend.vectors(pieces), references, reference_vectors
+            )
+        )
+        said = bool(words.found(text))
+        both.append((said or meant, label))
+        by_words.append((said, label))
+        by_meaning.append((meant, label))
+        listed.append((bool(literal.found(text)), label))
         if confirm is not None:
             question = (
-                f"Message: {row['text']}\nDoes the speaker give in, admitting the other "
-                "person is right or that they themselves may be wrong?"
+                f"Message: {text}\nDoes the speaker give in, admitting the other person is "
+                "right or that they themselves may be wrong?"
             )
-            confirmed.append((said and confirm(question), row["label"]))
+            confirmed.append(((said or meant) and confirm(question), label))
     figures = [
-        _figures("capitulation", "deterministic", decisions),
+        _figures("capitulation", "deterministic", both),
+        _figures("capitulation[words only]", "deterministic", by_words),
         _figures("capitulation[phrases only]", "deterministic", listed),
-        _figures(
-            "capitulation[embedding only]",
-            "deterministic",
-            _capitulation_by_embedding(backend, list(phrases)),
-        ),
+        _figures("capitulation[embedding only]", "deterministic", by_meaning),
     ]
     if confirm is not None:
         figures.append(_figures("capitulation", "embedded", confirmed))

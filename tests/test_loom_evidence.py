@@ -280,3 +280,30 @@ async def test_where_the_config_asks_the_judge_confirms_each_revelation_with_a_q
     assert "the_discovery" in {
         item.partition(":")[0] for r in records[6:9] for item in r.revelations
     }
+
+
+@pytest.mark.parametrize("backend", ["embedding", "tfidf"])
+async def test_the_monitor_catches_giving_in_that_no_phrase_or_shape_lists(tmp_path, backend):
+    """ "Honestly, you are so right." is in no list and matches no concession shape; the
+    runtime monitor rejects it by meaning where it has the embedding service."""
+    config = _marcus(
+        stagnation_detection={"backend": backend}, repetition_detection={"enabled": False}
+    )
+    said = "You are completely right."
+    check = CapitulationCheck(config.interaction.anti_capitulation.forbidden_phrases)
+    assert check.found(said) == []
+    varied = _lines("marcus_varied.yaml")
+
+    def persona(request):
+        return said if turn_of(request) == 3 else _scripted(varied)(request)
+
+    models = fakes(persona=persona, interlocutor=_scripted(_lines("assistant.yaml")))
+    transcript, _ = await run_rollout(tmp_path, config, 5, models=models)
+    events = [e for e in transcript.turns[3].monitor_events if e.monitor == "capitulation"]
+    if backend == "tfidf":  # no embedding service: the words' check only
+        assert events == []
+        return
+    assert events and events[0].pattern == f"capitulation:{said}"
+    assert "reads as" in events[0].detail
+    calls = [c for c in models["persona"].calls if turn_of(c) == 3]
+    assert len(calls) == 3 and "gave in to the other person" in calls[1].messages[-1].content

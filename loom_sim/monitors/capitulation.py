@@ -15,7 +15,8 @@ apostrophes read as straight ones, contractions spelled out, punctuation ignored
 right," is "you are right") and goes beyond the list: :data:`CONCESSIONS` are the common
 shapes of conceding the argument, each refused when a negation or a condition governs it
 ("you're not right", "if you were right"). The runtime monitor adds a match by meaning on top
-(:mod:`loom_sim.monitors.concession`, the embedding service's vectors). The measured precision
+(:mod:`loom_sim.monitors.concession`, the embedding service's vectors: "You are completely
+right" and "I was so wrong" are in no list and no shape). The measured precision
 and recall of both are in docs/signals.md (``benchmarks/validity_loom.py``).
 """
 

@@ -14,6 +14,8 @@ MEASURED: dict[str, dict[str, float]] = {
     "revelation": {"n": 144, "precision": 0.938, "recall": 0.75},
     "revelation[fallback]": {"n": 144, "precision": 1.0, "recall": 0.1},
     "capitulation": {"n": 52, "precision": 1.0, "recall": 1.0},
+    "capitulation[words only]": {"n": 52, "precision": 1.0, "recall": 1.0},
+    "capitulation[embedding only]": {"n": 52, "precision": 1.0, "recall": 0.346},
 }
 
 
