@@ -3,6 +3,7 @@ regenerated message after a loop redirect checked again, revelations decided by 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,52 @@ async def test_the_monitor_catches_giving_in_that_no_phrase_or_shape_lists(tmp_p
     assert "reads as" in events[0].detail
     calls = [c for c in models["persona"].calls if turn_of(c) == 3]
     assert len(calls) == 3 and "gave in to the other person" in calls[1].messages[-1].content
+
+
+def test_the_report_of_a_looping_run_flags_each_turn_sent_despite_redirect(tmp_path):
+    """The scripted loop, run and reported as a user would: report.md and report.html name
+    every flagged turn, with the loop check's measured figures."""
+    from click.testing import CliRunner
+
+    from loom_sim.cli import cli
+
+    out = tmp_path / "run"
+    scripted = [
+        "--persona-model",
+        f"scripted/{SCRIPTED / 'marcus_loop.yaml'}",
+        "--target",
+        f"scripted/{SCRIPTED / 'assistant.yaml'}",
+        "--judge-model",
+        "scripted/judge",
+    ]
+    ran = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(MANIA),
+            "--turns",
+            "24",
+            "--seed",
+            "3",
+            "--no-score",
+            "-o",
+            str(out),
+            *scripted,
+        ],
+    )
+    assert ran.exit_code == 0, ran.output
+    reported = CliRunner().invoke(cli, ["report", str(out)])
+    assert reported.exit_code == 0, reported.output
+    records = [
+        json.loads(line) for line in (out / "rollout_000" / "turns.jsonl").read_text().splitlines()
+    ]
+    flagged = [r["turn"] for r in records if r["sent_despite_redirect"]]
+    assert flagged
+    markdown = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    for turn in flagged:
+        assert f"loop after redirect, turn {turn + 1}:" in markdown
+        assert f"loop after redirect, turn {turn + 1}:" in html
+    assert markdown.count("**sent despite redirect** (flagged)") == len(flagged)
+    assert html.count("<strong>sent despite redirect</strong> (flagged)") == len(flagged)
+    assert f"Loop check: {validity.figures('loop_after_redirect')}" in html

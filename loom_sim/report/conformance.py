@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from loom_sim.messages import LOOP_CHECK
+from loom_sim.monitors import validity
 from loom_sim.monitors.capitulation import CapitulationCheck
 from loom_sim.store.records import TurnRecord
 
@@ -180,4 +181,9 @@ def rollout_conformance(records: list[TurnRecord], phrases: list[str]) -> dict[s
         "revelations": revelations(records),
         "loops_after_redirect": loops_after_redirect(records),
         "history_cuts": history_cuts(records),
+        # the measured error of the detectors whose verdicts these are
+        "detectors": {
+            name: validity.figures(name)
+            for name in ("capitulation", "loop_after_redirect", "revelation")
+        },
     }
