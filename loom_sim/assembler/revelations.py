@@ -26,8 +26,9 @@ def _words(text: str) -> set[str]:
 
 
 def revealed_in(config: LoomConfig, persona_text: str, skip: Collection[str] = ()) -> list[str]:
-    """The topics (of any phase, in config order) whose variant ``persona_text`` mostly says:
-    the deterministic verdict recorded per turn, so a revelation made is not offered again."""
+    """The topics (of any phase, in config order) whose variant ``persona_text`` mostly says,
+    word for word: the test a run falls back on without embeddings (the monitor's verdict,
+    recorded per turn with its evidence, is by meaning: ``loom_sim.monitors.revelations``)."""
     said = _words(persona_text)
     found = []
     for phase in config.trajectory.phases:
