@@ -174,7 +174,7 @@ def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[s
     return figures
 
 
-def _embedded_judge() -> tuple[Callable[[str], bool], Callable[[], None]]:
+def _embedded_judge(model: str) -> tuple[Callable[[str], bool], Callable[[], None]]:
     """A yes/no question to the embedded model, synchronously; and how to close it."""
     import trio
 
@@ -182,7 +182,7 @@ def _embedded_judge() -> tuple[Callable[[str], bool], Callable[[], None]]:
     from loom_sim.models.hub import ModelHub
 
     hub = ModelHub()
-    client = hub.client(EMBEDDED_MODEL, 0, "judge")
+    client = hub.client(model, 0, "judge")
     schema = {
         "type": "object",
         "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
@@ -206,11 +206,12 @@ def _embedded_judge() -> tuple[Callable[[str], bool], Callable[[], None]]:
     return ask, lambda: trio.run(hub.aclose)
 
 
-def measure(embedded: bool = False) -> list[dict[str, Any]]:
+def measure(embedded: bool = False, model: str = EMBEDDED_MODEL) -> list[dict[str, Any]]:
     """Precision and recall of each detector on its labelled set: the deterministic path (and
-    the word-only fallbacks), and with ``embedded`` the embedded model's confirmation too."""
+    the word-only fallbacks), and with ``embedded`` the confirmation by ``model`` (the
+    embedded model unless told another) too."""
     backend = _embedding()
-    confirm, close = _embedded_judge() if embedded else (None, lambda: None)
+    confirm, close = _embedded_judge(model) if embedded else (None, lambda: None)
     try:
         return [
             *_loops(backend, confirm),
@@ -251,8 +252,11 @@ def table(figures: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedded", action="store_true", help="also the embedded model path")
+    parser.add_argument(
+        "--model", default=EMBEDDED_MODEL, help="the model that confirms (with --embedded)"
+    )
     args = parser.parse_args(argv)
-    print(table(measure(embedded=args.embedded)))
+    print(table(measure(embedded=args.embedded, model=args.model)))
     values = loop_windows()
     print(
         "\nloop windows (mean pairwise MiniLM similarity): "
