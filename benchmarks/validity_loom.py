@@ -32,8 +32,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "validity"
-CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"
+CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"  # its phrases: capitulation
 EMBEDDED_MODEL = "local/smollm2"
+HELD_OUT = " (held out)"
 
 
 def _rows(name: str) -> list[dict[str, Any]]:
@@ -67,10 +68,13 @@ def _embedding():
     return backend
 
 
-def _loops(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+def _loops(
+    backend, confirm: Callable[[str], bool] | None, held_out: bool = False
+) -> list[dict[str, Any]]:
     from loom_sim.signals.stagnation import loop_repeat
 
-    rows = _rows("loom_loop.jsonl")
+    name = "loop_after_redirect" + HELD_OUT * held_out
+    rows = _rows("loom_loop_heldout.jsonl" if held_out else "loom_loop.jsonl")
     with_vectors, words_only, confirmed = [], [], []
     for row in rows:
         earlier, candidate = row["window"], row["candidate"]
@@ -87,24 +91,27 @@ def _loops(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any
             )
             confirmed.append((said and confirm(question), row["label"]))
     figures = [
-        _figures("loop_after_redirect", "deterministic", with_vectors),
-        _figures("loop_after_redirect[fallback]", "deterministic", words_only),
+        _figures(name, "deterministic", with_vectors),
+        _figures(name + "[fallback]", "deterministic", words_only),
     ]
     if confirm is not None:
-        figures.append(_figures("loop_after_redirect", "embedded", confirmed))
+        figures.append(_figures(name, "embedded", confirmed))
     return figures
 
 
-def _revelations(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+def _revelations(
+    backend, confirm: Callable[[str], bool] | None, held_out: bool = False
+) -> list[dict[str, Any]]:
     from loom_sim.config import load_config
     from loom_sim.monitors import revelations
 
-    config = load_config(CONFIG)
-    options = revelations.variants(config)
-    topics = list(dict.fromkeys(topic for topic, _, _ in options))
-    variant_vectors = backend.vectors([text for _, _, text in options])
+    name = "revelation" + HELD_OUT * held_out
     meaning, words, confirmed = [], [], []
-    for row in _rows("loom_revelation.jsonl"):
+    for row in _rows("loom_revelation_heldout.jsonl" if held_out else "loom_revelation.jsonl"):
+        config = load_config(ROOT / "configs" / "examples" / f"{row['config']}.yaml")
+        options = revelations.variants(config)
+        topics = list(dict.fromkeys(topic for topic, _, _ in options))
+        variant_vectors = backend.vectors([text for _, _, text in options])
         text, wanted = row["text"], set(row["topics"])
         found = revelations.by_meaning(
             config, text, backend.vectors(revelations.spans(text)), variant_vectors
@@ -124,15 +131,17 @@ def _revelations(backend, confirm: Callable[[str], bool] | None) -> list[dict[st
                 )
                 confirmed.append((ok, topic in wanted))
     figures = [
-        _figures("revelation", "deterministic", meaning),
-        _figures("revelation[fallback]", "deterministic", words),
+        _figures(name, "deterministic", meaning),
+        _figures(name + "[fallback]", "deterministic", words),
     ]
     if confirm is not None:
-        figures.append(_figures("revelation", "embedded", confirmed))
+        figures.append(_figures(name, "embedded", confirmed))
     return figures
 
 
-def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+def _capitulation(
+    backend, confirm: Callable[[str], bool] | None, held_out: bool = False
+) -> list[dict[str, Any]]:
     from loom_sim.config import load_config
     from loom_sim.monitors import concession
     from loom_sim.monitors.capitulation import CapitulationCheck
@@ -143,7 +152,9 @@ def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[s
     references = concession.exemplars(phrases)
     reference_vectors = backend.vectors(references)
     both, by_words, listed, by_meaning, confirmed = [], [], [], [], []
-    for row in _rows("loom_capitulation.jsonl"):
+    name = "capitulation" + HELD_OUT * held_out
+    rows = _rows("loom_capitulation_heldout.jsonl" if held_out else "loom_capitulation.jsonl")
+    for row in rows:
         text, label = row["text"], row["label"]
         pieces = concession.clauses(text)
         meant = bool(
@@ -164,13 +175,13 @@ def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[s
             )
             confirmed.append(((said or meant) and confirm(question), label))
     figures = [
-        _figures("capitulation", "deterministic", both),
-        _figures("capitulation[words only]", "deterministic", by_words),
-        _figures("capitulation[phrases only]", "deterministic", listed),
-        _figures("capitulation[embedding only]", "deterministic", by_meaning),
+        _figures(name, "deterministic", both),
+        _figures(name + "[words only]", "deterministic", by_words),
+        _figures(name + "[phrases only]", "deterministic", listed),
+        _figures(name + "[embedding only]", "deterministic", by_meaning),
     ]
     if confirm is not None:
-        figures.append(_figures("capitulation", "embedded", confirmed))
+        figures.append(_figures(name, "embedded", confirmed))
     return figures
 
 
@@ -217,6 +228,10 @@ def measure(embedded: bool = False, model: str = EMBEDDED_MODEL) -> list[dict[st
             *_loops(backend, confirm),
             *_revelations(backend, confirm),
             *_capitulation(backend, confirm),
+            # sets written after the thresholds and rules were settled, never tuned on
+            *_loops(backend, None, held_out=True),
+            *_revelations(backend, None, held_out=True),
+            *_capitulation(backend, None, held_out=True),
         ]
     finally:
         close()
@@ -238,12 +253,12 @@ def loop_windows() -> dict[str, float]:
 
 def table(figures: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'detector':32} {'path':14} {'n':>4} {'precision':>9} {'recall':>7}",
-        "-" * 70,
+        f"{'detector':44} {'path':14} {'n':>4} {'precision':>9} {'recall':>7}",
+        "-" * 82,
     ]
     for f in figures:
         lines.append(
-            f"{f['detector']:32} {f['path']:14} {f['n']:>4} {f['precision']:>9.3f} "
+            f"{f['detector']:44} {f['path']:14} {f['n']:>4} {f['precision']:>9.3f} "
             f"{f['recall']:>7.3f}"
         )
     return "\n".join(lines)
