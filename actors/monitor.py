@@ -236,7 +236,6 @@ class MonitorActor(Actor):
             template=ESCALATION,
             extra={"level": level, "quote": _quote(request.text)},
         )
-        compared = min(monitor.spec.window - 1, max(len(self._recent), 1))
         event = MonitorEvent(
             monitor=LOOP_CHECK,
             pattern=LOOP_AFTER_REDIRECT,
@@ -244,7 +243,7 @@ class MonitorActor(Actor):
             attempt=request.attempt,
             detail=f"still loops after the redirect of turn {monitor.last_trigger}: mean "
             f"similarity {repeat.value:.3f} >= {repeat.threshold:g} ({repeat.backend}) to the "
-            f"last {compared} messages; escalation {level}, offering "
+            f"last {repeat.compared} messages; escalation {level}, offering "
             + (f"revelation {topic!r}" if topic else "no unused revelation (none left)"),
             values={
                 "value": round(repeat.value, 4),

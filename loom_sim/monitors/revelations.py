@@ -78,9 +78,7 @@ def by_meaning(
     return [best[topic] for topic in dict.fromkeys(t for t, _, _ in options) if topic in best]
 
 
-def by_words(
-    config: LoomConfig, text: str, skip: Collection[str] = ()
-) -> list[RevelationEvidence]:
+def by_words(config: LoomConfig, text: str, skip: Collection[str] = ()) -> list[RevelationEvidence]:
     """The fallback without embeddings: a message holding most of a variant's long words."""
     said = _words(text)
     found: dict[str, RevelationEvidence] = {}

@@ -23,6 +23,5 @@ def figures(detector: str) -> str:
     """``precision P, recall R on N labelled cases`` for ``detector``."""
     f = MEASURED[detector]
     return (
-        f"precision {f['precision']:.2f}, recall {f['recall']:.2f} on {int(f['n'])} labelled "
-        "cases"
+        f"precision {f['precision']:.2f}, recall {f['recall']:.2f} on {int(f['n'])} labelled cases"
     )

@@ -57,6 +57,7 @@ class Repeat:
     threshold: float
     backend: str  # which similarity decided: "embedding" or "tfidf"
     values: dict[str, float]
+    compared: int = 0  # how many earlier messages the candidate was compared with
 
 
 def loop_repeat(
@@ -74,9 +75,9 @@ def loop_repeat(
     if vectors is not None:
         values["embedding"] = float(np.clip((vectors[:-1] @ vectors[-1]).mean(), -1.0, 1.0))
         if values["embedding"] >= REPEAT_EMBEDDING:
-            return Repeat(values["embedding"], REPEAT_EMBEDDING, "embedding", values)
+            return Repeat(values["embedding"], REPEAT_EMBEDDING, "embedding", values, len(earlier))
     if values["tfidf"] >= REPEAT_TFIDF:
-        return Repeat(values["tfidf"], REPEAT_TFIDF, "tfidf", values)
+        return Repeat(values["tfidf"], REPEAT_TFIDF, "tfidf", values, len(earlier))
     return None
 
 
