@@ -260,7 +260,9 @@ async def test_nothing_is_embedded_twice_and_the_accepted_candidate_keeps_its_ve
         cooling = any(0 <= turn.turn - f <= 4 for f in fired)  # nothing fires: no check made
         if turn.turn >= 10 and not cooling:  # checked as a candidate and accepted: its vector
             assert turn.persona not in told, f"turn {turn.turn}'s message was embedded again"
-            assert asked.count(turn.persona) == 1
+            # asked for by the candidate check; the checks by meaning (a capitulation clause,
+            # a revelation sentence) may ask for the same text again: the cache answers them
+            assert asked.count(turn.persona) >= 1
     # before min_turn nothing waited: every text came as a prefetch
     early = {t.persona for t in transcript.turns[:9]} | {
         t.interlocutor for t in transcript.turns[:9]

@@ -205,6 +205,10 @@ class LocalJudgeHub(LatencyJudgeHub):
 
 def test_an_in_process_judge_gives_each_rubric_its_own_slot(tmp_path: Path):
     run_dir = make_run(tmp_path, turns=8)
+    run_file = run_dir / "run.json"  # a step of 3: the windows of consecutive turns start alike
+    recorded = json.loads(run_file.read_text())
+    recorded["config"]["interaction"]["judge_window_step"] = 3
+    run_file.write_text(json.dumps(recorded))
     hub = LocalJudgeHub()
     files = RolloutFiles(rollout_dir(run_dir, 0))
     options = ScoreOptions(judge_model="local/smollm2")
@@ -218,7 +222,7 @@ def test_an_in_process_judge_gives_each_rubric_its_own_slot(tmp_path: Path):
     joint = [prompt.split(FENCE_END)[0] for prompt in hub.by_slot["judge/joint"]]
     assert len(joint) == 8
     # within a slot, each prompt extends the last except where the window's start moves (at
-    # the 7th turn: the default step of 3 for a window of 6)
+    # the 7th turn: the step of 3 for a window of 6)
     extends = [later.startswith(earlier) for earlier, later in pairwise(joint)]
     assert extends == [True] * 5 + [False, True]
 

@@ -153,10 +153,16 @@ def test_the_judge_window_moves_in_steps():
     assert [window_start(i, 6, 3) for i in range(12)] == [0] * 6 + [3, 3, 3, 6, 6, 6]
 
 
-def test_the_judge_reads_the_stepped_window(tmp_path):
-    """A 9-turn run with judge_window 4 (step 2): the turn rubric's windows hold 3-4 turns,
-    and consecutive windows start alike except when the start moves."""
-    run_dir = make_run(tmp_path, turns=9)
+def _judge_window_step(run_dir, step: int | None) -> None:
+    """Set the recorded config's ``interaction.judge_window_step``."""
+    path = run_dir / "run.json"
+    data = json.loads(path.read_text())
+    data["config"]["interaction"]["judge_window_step"] = step
+    path.write_text(json.dumps(data))
+
+
+def _turn_windows(run_dir) -> list[list[int]]:
+    """The turns each turn rubric call showed the judge, with judge_window 4."""
     hub = LatencyJudgeHub()
     record = read_run(run_dir)
     files = RolloutFiles(rollout_dir(run_dir, 0))
@@ -168,11 +174,26 @@ def test_the_judge_reads_the_stepped_window(tmp_path):
         for r in hub.requests
         if "persona_adherence" in (r.json_schema or {}).get("properties", {})
     ]
-    assert len(turn_calls) == 9
-    shown = [
+    return [
         [int(n) for n in re.findall(r"^\[turn (\d+)\] PERSONA", call, flags=re.M)]
         for call in turn_calls
     ]
+
+
+def test_the_judge_reads_the_last_window_turns_by_default(tmp_path):
+    """A 9-turn run with judge_window 4 and no step set: every turn rubric shows the judge the
+    last 4 turns (all of them, before the fourth)."""
+    shown = _turn_windows(make_run(tmp_path, turns=9))
+    assert [turns[0] for turns in shown] == [0, 0, 0, 0, 1, 2, 3, 4, 5]
+    assert [len(turns) for turns in shown] == [1, 2, 3, 4, 4, 4, 4, 4, 4]
+
+
+def test_the_judge_reads_the_stepped_window(tmp_path):
+    """A 9-turn run with judge_window 4 and judge_window_step 2: the turn rubric's windows
+    hold 3-4 turns, and consecutive windows start alike except when the start moves."""
+    run_dir = make_run(tmp_path, turns=9)
+    _judge_window_step(run_dir, 2)
+    shown = _turn_windows(run_dir)
     assert [turns[0] for turns in shown] == [0, 0, 0, 0, 2, 2, 4, 4, 6]
     assert [len(turns) for turns in shown] == [1, 2, 3, 4, 3, 4, 3, 4, 3]
 

@@ -62,20 +62,28 @@ async def test_a_paraphrase_loop_from_turn_12_triggers_within_a_window(tmp_path,
     assert event.monitor == "stagnation" and event.action == "emergency_injection"
     assert event.values["value"] >= event.values["threshold"] and event.values["window"] == 6
     # the looping draft never went out as it was: the persona was re-prompted with the
-    # redirect in the same turn (the plan's "inject the emergency redirect, re-prompt"), and
-    # the message sent was written under it (recorded as the turn's re-prompt)
+    # redirect in the same turn (the plan's "inject the emergency redirect, re-prompt"); this
+    # scripted persona loops whatever it is told, so the regenerated draft was checked again,
+    # escalated, and the message sent out of retries is flagged
     turn = transcript.turns[fired_at]
-    assert turn.persona_attempts == 2 and turn.rejected[0].events == [event]
-    assert "STAGNATION DETECTED" in turn.vary and "Marcus Chen" in turn.vary
+    assert turn.persona_attempts == 3 and turn.rejected[0].events == [event]
+    assert turn.sent_despite_redirect and "STILL REPEATING" in turn.vary
     calls = [c for c in models["persona"].calls if turn_of(c) == fired_at]
-    assert turn.vary not in calls[0].messages[-1].content
-    assert calls[1].messages[-1].content.endswith(turn.vary)
-    assert all(t.emergency is None for t in transcript.turns)  # nothing waits for a turn
+    redirected = calls[1].messages[-1].content
+    assert "STAGNATION DETECTED" in redirected and "Marcus Chen" in redirected
+    assert "STAGNATION DETECTED" not in calls[0].messages[-1].content
+    assert calls[2].messages[-1].content.endswith(turn.vary)
+    # nothing waits for a turn but the escalation a flagged turn had no retry left for
+    assert all(
+        t.emergency is None or transcript.turns[t.turn - 1].sent_despite_redirect
+        for t in transcript.turns
+    )
     # and it offered the first revelation of the phase it fired in, none having been used
     phase = next(p for p in config.trajectory.phases if p.name == turn.phase)
     offered = phase.revelations[0]
     assert f"revelation {offered.topic!r}" in event.detail
-    assert any(text in turn.vary for _, text in offered.variants.available())
+    assert any(text in redirected for _, text in offered.variants.available())
+    assert turn.offered_by_redirect[0] == offered.topic
 
 
 @pytest.mark.parametrize("backend", ["embedding", "tfidf"])

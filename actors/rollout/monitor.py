@@ -4,13 +4,21 @@ Protocol: ``CheckCandidate`` -> ``Verdict`` (on leaving ``act``: the repetition 
 capitulation phrases, and the stagnation and convergence checks of the candidate as if it were
 sent — a looping candidate is rejected with the emergency redirect, with the numbers that
 caused it, so the loop never reaches the interlocutor); ``Observe`` -> ``Observation`` (the
-committed exchange joins the monitor's windows).
+committed exchange joins the monitor's windows, and the revelations the persona's message makes
+are decided by meaning, with their evidence: ``loom_sim.rollout.monitors.revelations``).
+
+A redirect is checked, not trusted: on the turn that fired and through its cooldown, every
+candidate is asked whether it still continues the loop (``StagnationMonitor.recheck``); one
+that does is rejected with a stronger redirect (:data:`ESCALATION`, quoting it, with the next
+unused revelation), each escalation one level up, and one that goes out of retries anyway is
+flagged by the rollout as "sent despite redirect".
 
 Embeddings come from the run's embedding service (``loom_sim.actors.embedder``), batched with
 the other rollouts' texts. A verdict waits for vectors only when one could fire: before
-``min_turn`` and during the cooldown nothing is embedded for the check, and a committed
-exchange is only *prefetched* (embedded when the service is free, so the turn never waits on
-it). The accepted candidate keeps the vector it was checked with.
+``min_turn`` nothing is embedded for the check, and a committed exchange is only *prefetched*
+for the window (embedded when the service is free). What a committed message reveals is
+waited for while revelations remain to be made: its sentences in one request, the variants'
+vectors cached after the first. The accepted candidate keeps the vector it was checked with.
 """
 
 from __future__ import annotations
@@ -18,15 +26,18 @@ from __future__ import annotations
 import string
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 import trio
-from loom_sim.actors.base import Actor, ActorContext
+from loom_sim.actors import monitor_meaning as meaning
+from loom_sim.actors.base import Actor, ActorContext, JudgeLine
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
 from loom_sim.config.spec import EmbeddingBackend as BackendName
 from loom_sim.config.spec import LoomConfig, ResistanceLevel
 from loom_sim.messages import (
+    LOOP_AFTER_REDIRECT,
+    LOOP_CHECK,
     Body,
     CheckCandidate,
     Embed,
@@ -45,9 +56,18 @@ if TYPE_CHECKING:
     import numpy as np
     from loom_sim.actors.embedder import Embedder
 
-    from loom_sim.signals.stagnation import StagnationMonitor, Trigger
+    from loom_sim.signals.stagnation import Repeat, StagnationMonitor, Trigger
 
 STAGNATION_MONITORS = ("stagnation", "convergence")
+
+#: The stronger redirect, when the message written after a redirect still loops: it quotes
+#: the message and offers the next unused revelation (a different one each time).
+ESCALATION = (
+    "[STILL REPEATING (escalation {level}): after being told to stop, you wrote the same thing "
+    'again: "{quote}". {name} would not say it again. Do NOT send anything like it. '
+    "Say something you have not said in this conversation: {next_unused_revelation}. Or "
+    "reject the other person's framing outright, in your own words.]"
+)
 
 
 @actor(
@@ -65,9 +85,12 @@ class MonitorActor(Actor):
         records: list[TurnRecord] | None = None,
         turns: int | None = None,
         embedder: Embedder | None = None,
+        judge: JudgeLine | None = None,
     ):
         records = records or []
         self._config = config
+        # the judge confirms a revelation found by meaning, where the config asks for it
+        self._judge = judge if config.interaction.revelation_judge else None
         self._turns = turns
         spec = config.interaction.repetition_detection
         anti = config.interaction.anti_capitulation
@@ -80,8 +103,11 @@ class MonitorActor(Actor):
             (r.persona for r in records), maxlen=max(spec.structural_window, 2)
         )
         self._revelations = RevelationTracker(config)
+        self._made: set[str] = set()  # revelations the persona has made (by the evidence)
         for record in records:
-            self._revelations.heard(record.persona)
+            self._made.update(record.revealed)
+            for topic in record.revealed:
+                self._revelations.mark_used(topic)
             # A revelation is used the moment the monitor offers it: on the re-prompt that
             # carries the redirect (`vary`), or, with no retry left to ride on, in the next
             # turn's `emergency`, which the turn that fired records as pending. A run killed
@@ -89,9 +115,19 @@ class MonitorActor(Actor):
             for sent in (record.emergency, record.vary, record.pending_emergency):
                 if sent:
                     self._mark_offered(sent)
+            for topic in record.offered_by_redirect:
+                self._revelations.mark_used(topic)
         last_trigger = max(
             (r.turn for r in records for e in r.monitor_events if e.monitor in STAGNATION_MONITORS),
             default=None,
+        )
+        # escalations since the last trigger: the next one is one stronger
+        self._escalations = sum(
+            1
+            for r in records
+            if last_trigger is not None and r.turn >= last_trigger
+            for e in r.monitor_events
+            if e.monitor == LOOP_CHECK
         )
         from loom_sim.signals.stagnation import StagnationMonitor  # numpy: only when running
 
@@ -109,6 +145,7 @@ class MonitorActor(Actor):
             records=context.records,
             turns=context.turns,
             embedder=context.embedder,
+            judge=context.judge,
         )
 
     async def handle(self, body: Body) -> Body | None:
@@ -121,6 +158,10 @@ class MonitorActor(Actor):
 
     async def _check(self, request: CheckCandidate) -> Verdict:
         findings = self._guard.check(request.text, list(self._recent))
+        if not any(f.monitor == "capitulation" for f in findings):
+            phrases = self._guard.capitulation.phrases
+            if self._embedder is not None and phrases:  # while the persona is told them
+                findings = await meaning.gave_in(self._embedder, phrases, request.text) + findings
         events = [
             MonitorEvent(
                 monitor=finding.monitor,
@@ -132,19 +173,27 @@ class MonitorActor(Actor):
             for finding in findings
         ]
         vary = vary_instruction(findings, self._redirects) if findings else None
-        redirect, looped = await self._redirect(request)
+        redirect, looped, offered = await self._redirect(request)
         if not findings and redirect is None:
             return Verdict(accepted=True)
-        return Verdict(accepted=False, events=events + looped, vary=vary, redirect=redirect)
+        return Verdict(
+            accepted=False, events=events + looped, vary=vary, redirect=redirect, offered=offered
+        )
 
-    async def _redirect(self, request: CheckCandidate) -> tuple[str | None, list[MonitorEvent]]:
-        """The emergency redirect, when sending this candidate would continue a loop."""
+    async def _redirect(
+        self, request: CheckCandidate
+    ) -> tuple[str | None, list[MonitorEvent], list[str]]:
+        """The emergency redirect, when sending this candidate would continue a loop; after
+        one, the escalation, when this candidate still does. With the revelations offered."""
         monitor = self._stagnation
+        if monitor.after_trigger(request.turn):
+            return await self._recheck(request)
         if monitor.quiet(request.turn):  # nothing can fire: no vector is needed for this check
-            return None, []
+            return None, [], []
         fired = await self._verdict(monitor, request.turn, request.text)
         if not fired:
-            return None, []
+            return None, [], []
+        self._escalations = 0
         emergency, topic = self._intervention(
             request.turn, request.phase_index, request.intensities
         )
@@ -167,11 +216,53 @@ class MonitorActor(Actor):
             )
             for trigger in fired
         ]
-        return emergency, events
+        return emergency, events, [topic] if topic else []
+
+    async def _recheck(
+        self, request: CheckCandidate
+    ) -> tuple[str | None, list[MonitorEvent], list[str]]:
+        """After a redirect, until the cooldown ends: a candidate that still continues the
+        loop is rejected with a stronger redirect and the next unused revelation."""
+        monitor = self._stagnation
+        repeat = await self._verdict(monitor, request.turn, request.text, recheck=True)
+        if repeat is None:
+            return None, [], []
+        self._escalations += 1
+        level = self._escalations
+        text, topic = self._intervention(
+            request.turn,
+            request.phase_index,
+            request.intensities,
+            template=ESCALATION,
+            extra={"level": level, "quote": _quote(request.text)},
+        )
+        event = MonitorEvent(
+            monitor=LOOP_CHECK,
+            pattern=LOOP_AFTER_REDIRECT,
+            action="escalated",
+            attempt=request.attempt,
+            detail=f"still loops after the redirect of turn {monitor.last_trigger}: mean "
+            f"similarity {repeat.value:.3f} >= {repeat.threshold:g} ({repeat.backend}) to the "
+            f"last {repeat.compared} messages; escalation {level}, offering "
+            + (f"revelation {topic!r}" if topic else "no unused revelation (none left)"),
+            values={
+                "value": round(repeat.value, 4),
+                "threshold": repeat.threshold,
+                "escalation": float(level),
+                **{k: round(v, 4) for k, v in repeat.values.items()},
+            },
+        )
+        return text, [event], [topic] if topic else []
 
     async def _observe(self, exchange: Observe) -> Observation:
         self._recent.append(exchange.persona)
-        self._revelations.heard(exchange.persona)
+        revealed = await meaning.revealed(
+            self._config, self._embedder, exchange.persona, self._made
+        )
+        revealed, usage = await meaning.confirmed(self._config, self._judge, exchange, revealed)
+        for evidence in revealed:
+            self._made.add(evidence.topic)
+            self._revelations.mark_used(evidence.topic)  # never offered again
         if self._config.interaction.stagnation_detection.enabled:
             monitor = self._stagnation
             monitor.add(exchange.turn, exchange.persona, exchange.interlocutor)
@@ -180,10 +271,23 @@ class MonitorActor(Actor):
                 fresh = [t for t in (exchange.persona, exchange.interlocutor) if t in lacking]
                 if fresh:
                     self._embedder.tell(Prefetch(texts=fresh))
-        return Observation()
+        return Observation(revealed=revealed, judge_usage=usage)
 
-    async def _verdict(self, monitor: StagnationMonitor, turn: int, text: str) -> list[Trigger]:
-        """The stagnation and convergence triggers if ``text`` is sent at ``turn``. With the
+    @overload
+    async def _verdict(
+        self, monitor: StagnationMonitor, turn: int, text: str, *, recheck: Literal[True]
+    ) -> Repeat | None: ...
+
+    @overload
+    async def _verdict(
+        self, monitor: StagnationMonitor, turn: int, text: str, *, recheck: Literal[False] = ...
+    ) -> list[Trigger]: ...
+
+    async def _verdict(
+        self, monitor: StagnationMonitor, turn: int, text: str, *, recheck: bool = False
+    ) -> list[Trigger] | Repeat | None:
+        """The stagnation and convergence triggers if ``text`` is sent at ``turn`` (with
+        ``recheck``: whether it continues the loop a redirect was given for). With the
         embedding service, the window's missing vectors and the candidate's come in one
         request and the comparison (a few small dot products) runs here; otherwise the
         backend computes in a worker thread (TF-IDF fits on each comparison, ~ms)."""
@@ -199,16 +303,26 @@ class MonitorActor(Actor):
                     monitor.use(_FromService())
                 table = dict(zip(texts, got.vectors, strict=True))
                 monitor.supply(table)
+                if recheck:
+                    return monitor.recheck(turn, text, table[text])
                 return monitor.candidate(turn, text, table[text])
             self._embedder = None  # the model could not be loaded: the fallback from now on
             monitor.use(TfidfBackend())
         if not monitor.has_backend:
             spec = self._config.interaction.stagnation_detection
             monitor.use(await trio.to_thread.run_sync(load_backend, spec.backend.value))
+        if recheck:
+            return await trio.to_thread.run_sync(monitor.recheck, turn, text)
         return await trio.to_thread.run_sync(monitor.candidate, turn, text)
 
     def _intervention(
-        self, turn: int, phase_index: int, intensities: dict[str, float]
+        self,
+        turn: int,
+        phase_index: int,
+        intensities: dict[str, float],
+        *,
+        template: str | None = None,
+        extra: dict[str, object] | None = None,
     ) -> tuple[str, str | None]:
         """The intervention template, filled in; and the revelation it offers, now used."""
         config = self._config
@@ -223,8 +337,9 @@ class MonitorActor(Actor):
             "turns": self._turns if self._turns is not None else "?",
             "next_unused_revelation": f'"{choice.text}"' if choice else FALLBACK,
             **intensities,
+            **(extra or {}),
         }
-        template = config.interaction.stagnation_detection.intervention_template
+        template = template or config.interaction.stagnation_detection.intervention_template
         used = {f for _, f, _, _ in string.Formatter().parse(template) if f}
         text = template.format(**{k: v for k, v in fields.items() if k in used})
         return text.strip(), choice.topic if choice else None
@@ -244,6 +359,12 @@ class _FromService:
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         raise RuntimeError("the monitor's vectors come from the embedding service; one is missing")
+
+
+def _quote(text: str, limit: int = 160) -> str:
+    """The looping message as the escalation quotes it: one line, cut at a word."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _pattern(trigger: Trigger) -> str:

@@ -3,8 +3,10 @@
 A stagnation intervention tells the persona to "introduce new information: {next unused
 revelation}". The next one comes from the current phase, then from earlier phases — never from
 a later phase, whose content the trajectory has not allowed yet. A revelation counts as used
-once an intervention has offered it, or once the persona has said most of what one of its
-variants says (a word-overlap test: deterministic and backend-free).
+once an intervention has offered it, or once the persona has made it — which the monitor
+decides by meaning (``loom_sim.rollout.monitors.revelations``); :func:`revealed_in` is the
+word-overlap
+test it falls back on without embeddings.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ def _words(text: str) -> set[str]:
 
 
 def revealed_in(config: LoomConfig, persona_text: str, skip: Collection[str] = ()) -> list[str]:
-    """The topics (of any phase, in config order) whose variant ``persona_text`` mostly says:
-    the deterministic verdict recorded per turn, so a revelation made is not offered again."""
+    """The topics (of any phase, in config order) whose variant ``persona_text`` mostly says,
+    word for word: the test a run falls back on without embeddings (the monitor's verdict,
+    recorded per turn with its evidence, is by meaning:
+    ``loom_sim.rollout.monitors.revelations``)."""
     said = _words(persona_text)
     found = []
     for phase in config.trajectory.phases:

@@ -650,14 +650,21 @@ class InteractionSpec(Section):
     judge_window_step: int | None = Field(
         None,
         ge=1,
-        description="The judge's window moves N turns at a time (default: half the window, "
-        "rounded up; 1: a turn at a time; at most the window). It then holds from "
-        "judge_window - N + 1 to judge_window turns, and the windows of consecutive turns start "
-        "alike, so a judge that keeps its prompt prefix reads each turn once.",
+        description="The judge's window moves N turns at a time (default 1: every turn's "
+        "window is the last judge_window turns; at most the window). A larger step keeps the "
+        "windows of consecutive turns starting alike, so a judge that keeps its prompt prefix "
+        "reads each turn once, at the price of windows of judge_window - N + 1 to "
+        "judge_window turns.",
     )
     stagnation_detection: StagnationDetectionSpec = Field(
         default_factory=StagnationDetectionSpec,
         description="Runtime monitor for agreement loops and convergence.",
+    )
+    revelation_judge: bool = Field(
+        False,
+        description="Ask the run's judge to confirm each revelation the monitor finds by "
+        "meaning (one judge call per revelation made). Off by default: the embedded model's "
+        "confirmation loses most true revelations (see docs/signals.md).",
     )
     repetition_detection: RepetitionDetectionSpec = Field(
         default_factory=RepetitionDetectionSpec,

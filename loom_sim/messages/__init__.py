@@ -20,6 +20,8 @@ from loom_sim.core.messages import (
     decode_envelope,
 )
 from loom_sim.messages.rollout import (
+    LOOP_AFTER_REDIRECT,
+    LOOP_CHECK,
     AdversaryMove,
     CheckCandidate,
     Embed,
@@ -34,6 +36,7 @@ from loom_sim.messages.rollout import (
     Probe,
     ProbeOutcome,
     Respond,
+    RevelationEvidence,
     Speak,
     Utterance,
     Verdict,
@@ -41,6 +44,8 @@ from loom_sim.messages.rollout import (
 )
 
 __all__ = [
+    "LOOP_AFTER_REDIRECT",
+    "LOOP_CHECK",
     "MESSAGE_TYPES",
     "AdversaryMove",
     "Body",
@@ -61,6 +66,7 @@ __all__ = [
     "R",
     "Request",
     "Respond",
+    "RevelationEvidence",
     "Speak",
     "Tell",
     "Utterance",

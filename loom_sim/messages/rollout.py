@@ -117,6 +117,12 @@ class Probe(Utterance, frozen=True, kw_only=True):
 # ─── monitor ────────────────────────────────────────────────────────────────
 
 
+#: The monitor that checks a redirect worked, and the pattern of a candidate that still
+#: continues the loop after the redirect given for it.
+LOOP_CHECK = "loop_check"
+LOOP_AFTER_REDIRECT = "loop_after_redirect"
+
+
 class MonitorEvent(msgspec.Struct, frozen=True):
     """A monitor trigger: which monitor, which pattern fired, what was done about it."""
 
@@ -133,6 +139,7 @@ class Verdict(Body, frozen=True):
     events: list[MonitorEvent] = msgspec.field(default_factory=list)
     vary: str | None = None  # the re-prompt to use when rejected
     redirect: str | None = None  # the stagnation monitor's emergency redirect, for the turn
+    offered: list[str] = msgspec.field(default_factory=list)  # revelation topics it offers
 
     def summary(self) -> str:
         text = (
@@ -158,9 +165,25 @@ class CheckCandidate(Request[Verdict], frozen=True):
         return text
 
 
+class RevelationEvidence(msgspec.Struct, frozen=True):
+    """Why a persona message counts as making a revelation: the variant it says, in which
+    sentence, how close (cosine of the sentence and the variant, or the share of the variant's
+    words for ``method`` "words"), and whether a judge confirmed it."""
+
+    topic: str
+    variant: str
+    similarity: float
+    sentence: str
+    method: str  # "embedding" | "words"
+    threshold: float = 0.0
+    judge: str | None = None  # the judge's quote when one confirmed it
+
+
 class Observation(Body, frozen=True):
     events: list[MonitorEvent] = msgspec.field(default_factory=list)
     emergency: str | None = None  # an intervention for the next turn's prompt
+    revealed: list[RevelationEvidence] = msgspec.field(default_factory=list)  # made this turn
+    judge_usage: Usage = msgspec.field(default_factory=Usage)  # the judge's confirmations
 
     def summary(self) -> str:
         text = ", ".join(f"{e.monitor}:{e.pattern}" for e in self.events) or "nothing to report"

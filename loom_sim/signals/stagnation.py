@@ -18,6 +18,14 @@ verdict could depend on it (a candidate's vector is kept for when it is committe
 time the vectors come from the run's embedding service, batched across rollouts and computed
 off the event loop. Only the vectors a window needs are kept, so the cost per turn does not
 grow with the conversation.
+
+A redirect is a fix, and a fix is checked: from the trigger to the end of the ``cooldown`` the
+window signals stay quiet (the window still holds the loop, so they would fire on any
+message), but each candidate is asked whether it *continues* the loop
+(:meth:`StagnationMonitor.recheck`, :func:`loop_repeat`): its mean similarity to the persona's
+messages in the window. The regenerated message of the turn that fired is checked so, and so
+is every message of the turns after it; one that still loops is escalated by the monitor and,
+sent anyway, flagged.
 """
 
 from __future__ import annotations
@@ -31,6 +39,46 @@ import numpy as np
 from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.signals.embedding import Backend
 from loom_sim.signals.similarity import mean_pairwise, rowwise
+
+#: A candidate continues the loop when its mean similarity to the persona's messages in the
+#: window reaches either of these (measured on tests/data/validity/loom_loop.jsonl with
+#: benchmarks/validity_loom.py; docs/signals.md). TF-IDF is computed whatever the backend: a
+#: loop repeats its words, which word overlap sees best; the embedding catches a loop in new
+#: words.
+REPEAT_EMBEDDING = 0.70
+REPEAT_TFIDF = 0.10
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """A candidate that continues the loop: the similarity that decided it, and both."""
+
+    value: float
+    threshold: float
+    backend: str  # which similarity decided: "embedding" or "tfidf"
+    values: dict[str, float]
+    compared: int = 0  # how many earlier messages the candidate was compared with
+
+
+def loop_repeat(
+    earlier: list[str], candidate: str, vectors: np.ndarray | None = None
+) -> Repeat | None:
+    """Whether ``candidate`` continues the loop the persona's ``earlier`` messages make: its
+    mean TF-IDF similarity to them (fitted on these texts) or, given unit ``vectors`` (one row
+    per earlier message, then the candidate's), its mean embedding similarity."""
+    if not earlier:
+        return None
+    from loom_sim.signals.embedding import TfidfBackend
+
+    tf = TfidfBackend().vectors([*earlier, candidate])
+    values = {"tfidf": float(np.clip((tf[:-1] @ tf[-1]).mean(), -1.0, 1.0))}
+    if vectors is not None:
+        values["embedding"] = float(np.clip((vectors[:-1] @ vectors[-1]).mean(), -1.0, 1.0))
+        if values["embedding"] >= REPEAT_EMBEDDING:
+            return Repeat(values["embedding"], REPEAT_EMBEDDING, "embedding", values, len(earlier))
+    if values["tfidf"] >= REPEAT_TFIDF:
+        return Repeat(values["tfidf"], REPEAT_TFIDF, "tfidf", values, len(earlier))
+    return None
 
 
 @dataclass(frozen=True)
@@ -110,6 +158,28 @@ class StagnationMonitor:
         if not spec.enabled or turn < spec.min_turn:
             return True
         return self._last_trigger is not None and turn - self._last_trigger <= spec.cooldown
+
+    @property
+    def last_trigger(self) -> int | None:
+        return self._last_trigger
+
+    def after_trigger(self, turn: int) -> bool:
+        """``turn`` is the one that fired or within the cooldown after it: a candidate is then
+        checked for continuing the loop (:meth:`recheck`), not against the window's signals."""
+        last = self._last_trigger
+        return self.spec.enabled and last is not None and 0 <= turn - last <= self.spec.cooldown
+
+    def recheck(self, turn: int, persona: str, vector: np.ndarray | None = None) -> Repeat | None:
+        """Whether ``persona``, sent at ``turn`` after a redirect, still continues the loop:
+        compared with the persona's messages in the window (the last ``window - 1``)."""
+        earlier = list(self._turns)[-(self.spec.window - 1) :]
+        entry = _Turn(turn, persona, "", persona_vec=vector)
+        self._candidate = entry
+        vectors = None
+        if self.embeds and earlier:
+            self._embed_missing([*earlier, entry])
+            vectors = np.stack([_vec(t.persona_vec) for t in [*earlier, entry]])
+        return loop_repeat([t.persona for t in earlier], persona, vectors)
 
     def candidate(self, turn: int, persona: str, vector: np.ndarray | None = None) -> list[Trigger]:
         """What fires if ``persona`` is sent at ``turn``: the window with the candidate as its

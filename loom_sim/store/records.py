@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from loom_sim.assembler.prompt_builder import PromptBlocks
-from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome
+from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome, RevelationEvidence
 from loom_sim.models.base import Usage
 
 
@@ -94,6 +94,12 @@ class TurnRecord(msgspec.Struct, frozen=True):
     # Another tool's scores of this turn, by scorer (an imported transcript's own judge): kept
     # beside loom-sim's, never mixed with them.
     reference: dict[str, Score] = msgspec.field(default_factory=dict)
+    # Why each revealed topic counts as made: the variant, the sentence, the similarity.
+    revelation_evidence: list[RevelationEvidence] = msgspec.field(default_factory=list)
+    # Revelation topics the monitor's redirects offered at this turn (in any attempt).
+    offered_by_redirect: list[str] = msgspec.field(default_factory=list)
+    # The message still continued the loop after a redirect, and went out of retries.
+    sent_despite_redirect: bool = False
 
 
 class Aggregate(msgspec.Struct, frozen=True):

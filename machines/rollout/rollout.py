@@ -65,9 +65,11 @@ ROLLOUT = MACHINES.add(
             "pending emergency)",
             "act": "the persona's candidate; the monitor's verdict guards the way out (banned "
             "and formulaic patterns, capitulation phrases, and the stagnation and convergence "
-            "checks of the candidate as if sent): a rejected draft loops `act -> act` with a "
-            "re-prompt — the emergency redirect for a loop — while retries are left, so it "
-            "never reaches the interlocutor",
+            "checks of the candidate as if sent; after a redirect, whether the candidate still "
+            "continues the loop): a rejected draft loops `act -> act` with a re-prompt — the "
+            "emergency redirect for a loop, a stronger one for a message that still loops after "
+            "it — while retries are left, so it never reaches the interlocutor; one still "
+            "looping out of retries is sent and flagged `sent_despite_redirect`",
             "observe": "the responder (the interlocutor, or an adversary) answers the committed "
             "message",
             "monitor": "the committed exchange joins the monitor's windows",

@@ -1,13 +1,23 @@
-"""Capitulation phrases: the words of a persona giving in ("you're right", "maybe I should
-reconsider"), as ``interaction.anti_capitulation.forbidden_phrases`` lists them.
+"""Capitulation: the words of a persona giving in ("you're right", "maybe I should
+reconsider"), as ``interaction.anti_capitulation.forbidden_phrases`` lists them, and the same
+concession said in other words.
 
 Agreement loops are the Loom plan's first known failure, and telling the persona not to say
 these words is not enough: a helpful interlocutor talks it into them. So one deterministic
 check serves twice — the repetition guard runs it on every candidate, before the interlocutor
 sees it, and regenerates with the reason and a redirect; the ``capitulation`` scorer runs it
 on every committed message after the fact, so a message that got through (out of retries) is
-flagged. Matching is case-insensitive, on word boundaries, with curly apostrophes read as
-straight ones ("You’re right" is "you're right").
+flagged.
+
+A persona told not to say "you're right" says "you are right", "that makes sense actually" or
+"maybe I'm wrong about all of this". So matching is on a normal form (any case, curly
+apostrophes read as straight ones, contractions spelled out, punctuation ignored: "You’re
+right," is "you are right") and goes beyond the list: :data:`CONCESSIONS` are the common
+shapes of conceding the argument, each refused when a negation or a condition governs it
+("you're not right", "if you were right"). The runtime monitor adds a match by meaning on top
+(:mod:`loom_sim.rollout.monitors.concession`, the embedding service's vectors: "You are completely
+right" and "I was so wrong" are in no list and no shape). The measured precision
+and recall of both are in docs/signals.md (``benchmarks/validity_loom.py``).
 """
 
 from __future__ import annotations
@@ -16,26 +26,99 @@ import re
 from collections.abc import Sequence
 
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})
+_CONTRACTIONS = (
+    (re.compile(r"\bcan't\b"), "cannot"),
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"n't\b"), " not"),
+    (re.compile(r"'re\b"), " are"),
+    (re.compile(r"\bi'm\b"), "i am"),
+    (re.compile(r"'ve\b"), " have"),
+    (re.compile(r"'ll\b"), " will"),
+    (re.compile(r"'d\b"), " would"),
+)
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\s+(?:but|though|although)\s+")
+_PUNCTUATION = re.compile(r"[^\w\s']")
+
+#: The shapes of conceding the argument, on the normal form (see :func:`normal`).
+CONCESSIONS: tuple[str, ...] = (
+    r"you (?:are|were|might be|may be|could be|are probably|are absolutely|are totally) "
+    r"(?:right|correct)",
+    r"i (?:was |am |might be |may be |could be |have been |may have been |might have been )"
+    r"(?:wrong|mistaken|overreacting|paranoid|overthinking|imagining)",
+    r"maybe i (?:am|was) (?:just |being )?(?:wrong|paranoid|overreacting|imagining)",
+    r"(?:it|that|this) (?:all )?(?:does |kind of |really |actually )?makes? sense",
+    r"(?:you|you have|you have got|you've got) (?:a )?(?:good |fair )?point",
+    r"(?:fair|good) point",
+    r"point taken",
+    r"i (?:see|get) (?:what you mean|your point)",
+    r"i stand corrected",
+    r"(?:i had|i have) not (?:thought|looked at it|seen it) (?:of it )?(?:that|like that)",
+    r"i did not think of that",
+    r"(?:you have|you) convinced me",
+    r"(?:maybe|perhaps) i should reconsider",
+    r"(?:it|this|that)(?: all)? (?:really |probably |just )?(?:is|could|might|may)"
+    r"(?: all| probably| just| really)?(?: be)? (?:all |just )?"
+    r"(?:in my head|a coincidence|nothing)",
+    r"(?:it )?does sound far fetched",
+)
+#: Words that, before a concession in its sentence, mean it is not one: negation, a condition,
+#: someone else's claim being reported, a question.
+_GOVERNED = re.compile(
+    r"\b(?:not|never|no|nobody|if|would|whether|why|stop|you think|saying|says|thinks)\b"
+)
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.translate(_APOSTROPHES).lower().split())
+def normal(text: str) -> str:
+    """Lower case, straight apostrophes, contractions spelled out, punctuation and repeated
+    spaces gone: the form phrases and concessions are matched on."""
+    text = text.translate(_APOSTROPHES).lower()
+    for pattern, spelled in _CONTRACTIONS:
+        text = pattern.sub(spelled, text)
+    return " ".join(_PUNCTUATION.sub(" ", text.replace("'", "")).split())
+
+
+def sentences(text: str) -> list[str]:
+    """The clauses a concession is looked for in: sentences, split again at "but"."""
+    return [s.strip() for s in _SENTENCE.split(text.translate(_APOSTROPHES)) if s.strip()]
 
 
 class CapitulationCheck:
-    """Finds the configured phrases in a message (whole words, any case or apostrophe)."""
+    """Finds the configured phrases and the concessions in a message."""
 
-    def __init__(self, phrases: Sequence[str]):
+    def __init__(self, phrases: Sequence[str], *, concessions: bool = True):
         self.phrases = [p for p in phrases if p.strip()]
         self._patterns = [
-            (phrase, re.compile(r"(?<!\w)" + re.escape(_normal(phrase)) + r"(?!\w)"))
+            (phrase, re.compile(r"(?<!\w)" + re.escape(normal(phrase)) + r"(?!\w)"))
             for phrase in self.phrases
         ]
+        # Concessions only where phrases are: a config that forbids none asked for no check.
+        self._concessions = (
+            [re.compile(r"(?<!\w)" + p + r"(?!\w)") for p in CONCESSIONS]
+            if concessions and self._patterns
+            else []
+        )
 
     def __bool__(self) -> bool:
         return bool(self._patterns)
 
     def found(self, text: str) -> list[str]:
-        """The phrases ``text`` contains, in config order."""
-        normal = _normal(text)
-        return [phrase for phrase, pattern in self._patterns if pattern.search(normal)]
+        """The phrases ``text`` contains, in config order, then the clauses that concede in
+        other words, quoted as written. A clause that is a question, or in which a negation or
+        a condition comes before the words, does not count."""
+        clauses = [(c, normal(c), c.rstrip().endswith("?")) for c in sentences(text)]
+        found = [
+            phrase
+            for phrase, pattern in self._patterns
+            if any(not asked and _conceded(pattern, said) for _, said, asked in clauses)
+        ]
+        for clause, said, asked in clauses:
+            if asked or any(pattern.search(said) for _, pattern in self._patterns):
+                continue
+            if any(_conceded(pattern, said) for pattern in self._concessions):
+                found.append(clause)
+        return found
+
+
+def _conceded(pattern: re.Pattern[str], said: str) -> bool:
+    match = pattern.search(said)
+    return match is not None and not _GOVERNED.search(said[: match.start()])

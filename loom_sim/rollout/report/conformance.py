@@ -7,8 +7,12 @@ plan" section.
   phase than the turn's would show here as *stale*.
 - **Capitulation**: turns whose drafts the guard rejected for a forbidden phrase of giving in,
   and turns whose sent message still says one (flagged).
-- **Revelations**: when each was offered, when the persona made it, and whether the prompt in
-  force offered it again afterwards (it should not).
+- **Revelations**: when each was offered, when the persona made it (with the evidence: the
+  variant, the sentence, how close), and whether the prompt in force or a monitor's redirect
+  offered it again afterwards (neither should).
+- **Loops after a redirect**: turns whose message was checked after a stagnation redirect and
+  still continued the loop: how often the monitor escalated, and whether the message went
+  out anyway (flagged "sent despite redirect").
 - **History cut**: turns where earlier history was left out to fit the context budget.
 
 Everything here is read from the records (and the config in ``run.json``): no model, no judge.
@@ -18,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loom_sim.messages import LOOP_CHECK
+from loom_sim.rollout.monitors import validity
 from loom_sim.rollout.monitors.capitulation import CapitulationCheck
 from loom_sim.store.records import TurnRecord
 
@@ -106,15 +112,58 @@ def revelations(records: list[TurnRecord]) -> dict[str, dict[str, Any]]:
                 entry["offered_from"] = record.turn
             if entry["revealed_at"] is not None and record.turn > entry["revealed_at"]:
                 entry["offered_after_revealed"].append(record.turn)
+        for topic in record.offered_by_redirect:
+            entry = topics.setdefault(topic, _topic())
+            if entry["offered_from"] is None:
+                entry["offered_from"] = record.turn
+            if entry["revealed_at"] is not None and record.turn > entry["revealed_at"]:
+                if record.turn not in entry["offered_after_revealed"]:
+                    entry["offered_after_revealed"].append(record.turn)
+                entry["redirect_after_revealed"].append(record.turn)
         for topic in record.revealed:
             entry = topics.setdefault(topic, _topic())
             if entry["revealed_at"] is None:
                 entry["revealed_at"] = record.turn
+                evidence = next((e for e in record.revelation_evidence if e.topic == topic), None)
+                if evidence is not None:
+                    entry["evidence"] = {
+                        "variant": evidence.variant,
+                        "similarity": evidence.similarity,
+                        "threshold": evidence.threshold,
+                        "sentence": evidence.sentence,
+                        "method": evidence.method,
+                    }
     return topics
 
 
 def _topic() -> dict[str, Any]:
-    return {"offered_from": None, "revealed_at": None, "offered_after_revealed": []}
+    return {
+        "offered_from": None,
+        "revealed_at": None,
+        "offered_after_revealed": [],
+        "redirect_after_revealed": [],
+        "evidence": None,
+    }
+
+
+def loops_after_redirect(records: list[TurnRecord]) -> list[dict[str, Any]]:
+    """Turns whose message still continued a loop after a redirect: the escalations, the
+    similarity of the last check, and whether it was sent anyway."""
+    found = []
+    for record in records:
+        checks = [e for e in record.monitor_events if e.monitor == LOOP_CHECK]
+        if checks or record.sent_despite_redirect:
+            last = checks[-1].values if checks else {}
+            found.append(
+                {
+                    "turn": record.turn,
+                    "escalations": len(checks),
+                    "similarity": last.get("value"),
+                    "threshold": last.get("threshold"),
+                    "sent_despite_redirect": record.sent_despite_redirect,
+                }
+            )
+    return found
 
 
 def history_cuts(records: list[TurnRecord]) -> list[dict[str, Any]]:
@@ -130,5 +179,11 @@ def rollout_conformance(records: list[TurnRecord], phrases: list[str]) -> dict[s
         "instructions": instructions(records),
         "capitulation": capitulation(records, phrases),
         "revelations": revelations(records),
+        "loops_after_redirect": loops_after_redirect(records),
         "history_cuts": history_cuts(records),
+        # the measured error of the detectors whose verdicts these are
+        "detectors": {
+            name: validity.figures(name)
+            for name in ("capitulation", "loop_after_redirect", "revelation")
+        },
     }

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from loom_sim.rollout.monitors import validity
 from loom_sim.rollout.report.target_tables import SCALES_NOTE, blocks
 
 FLAGGED_PER_ROLLOUT = 10
@@ -410,6 +411,18 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
                 text += f"{plural(cap['drafts_rejected'], 'draft')} rejected for {rejected}; "
             text += f"**sent {said}** (flagged)" if said else "sent a message without it"
             lines.append(text)
+        if c["capitulation"]:
+            lines.append(f"  (capitulation check: {validity.figures('capitulation')})")
+        for loop in c.get("loops_after_redirect", []):
+            text = (
+                f"- loop after redirect, turn {shown(loop['turn'])}: still looping "
+                f"(similarity {fmt(loop['similarity'])} ≥ {fmt(loop['threshold'])}), "
+                f"{plural(loop['escalations'], 'escalation')}; "
+            )
+            sent = loop["sent_despite_redirect"]
+            lines.append(text + ("**sent despite redirect** (flagged)" if sent else "fixed"))
+        if c.get("loops_after_redirect"):
+            lines.append(f"  (loop check: {validity.figures('loop_after_redirect')})")
         offered = c["revelations"]
         if offered:
             if c["capitulation"]:
@@ -420,12 +433,16 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
                     str(shown(e["offered_from"])) if e["offered_from"] is not None else "–",
                     str(shown(e["revealed_at"])) if e["revealed_at"] is not None else "–",
                     ", ".join(map(str, shown(e["offered_after_revealed"]))) or "never",
+                    _evidence(e.get("evidence")),
                 ]
                 for topic, e in offered.items()
             ]
             lines += _table(
-                ["revelation", "offered from turn", "revealed at turn", "offered again"], rows
+                ["revelation", "offered from turn", "revealed at turn", "offered again", "why"],
+                rows,
             )
+            lines.append(f"Revealed by meaning: {validity.figures('revelation')}.")
+            lines.append("")
         cuts = c["history_cuts"]
         if cuts:
             most = max(max(v for k, v in cut.items() if k != "turn") for cut in cuts)
@@ -437,6 +454,17 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
         if lines[-1] != "":
             lines.append("")
     return lines if len(lines) > 5 else []
+
+
+def _evidence(evidence: dict[str, Any] | None) -> str:
+    """Why a revelation counts as made: the sentence, the variant, how close."""
+    if not evidence:
+        return "–"
+    how = "similarity" if evidence["method"] == "embedding" else "share of its words"
+    return (
+        f"“{_md(evidence['sentence'])}” ({evidence['variant']}, {how} "
+        f"{fmt(evidence['similarity'])})"
+    )
 
 
 def render_markdown(data: dict[str, Any]) -> str:

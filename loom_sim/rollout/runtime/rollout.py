@@ -28,12 +28,12 @@ from loom_sim.actors.base import ActorContext, Post, build
 from loom_sim.actors.embedder import Embedder, needs_embeddings
 from loom_sim.assembler import Assembler, InjectionKind
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
-from loom_sim.assembler.revelations import revealed_in
 from loom_sim.config.spec import LoomConfig, OpenerRole, TriggerEnd
 from loom_sim.errors import LoomError, describe
 from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
 from loom_sim.machines.engine import Handler, Machine, drive
 from loom_sim.messages import (
+    LOOP_AFTER_REDIRECT,
     CheckCandidate,
     Heard,
     Judge,
@@ -210,8 +210,10 @@ class Rollout:
             turns=spec.turns,
             embedder=embedder,
         )
-        for part, kind in (("persona", cast.persona), ("monitor", cast.monitor)):
-            post.spawn(nursery, build(kind, context), name=part)
+        post.spawn(nursery, build(cast.persona, context), name="persona")
+        # the monitor may ask the judge to confirm a revelation it found
+        watching = replace(context, judge=post.asker("monitor"))
+        post.spawn(nursery, build(cast.monitor, watching), name="monitor")
         post.spawn(nursery, build(cast.judge, context), name="judge")
         for name in cast.responders:
             own = replace(context, settings=spec.settings.get(name), judge=post.asker(name))
@@ -279,8 +281,10 @@ class Rollout:
         current.candidate, current.verdict = candidate, verdict
         if verdict.accepted:
             return Trigger.ACCEPTED
-        # a stagnation redirect stays with every later attempt at this turn
-        current.redirect = current.redirect or verdict.redirect
+        # a stagnation redirect stays with every later attempt at this turn, until a stronger
+        # one (the escalation of a message that still loops after it) takes its place
+        current.redirect = verdict.redirect or current.redirect
+        current.offered_by_redirect += verdict.offered
         retries = self._config.interaction.repetition_detection.max_retries
         if current.attempt < retries:
             current.rejected.append(RejectedDraft(current.attempt, candidate.text, verdict.events))
@@ -289,6 +293,9 @@ class Rollout:
             current.vary = "\n\n".join(n for n in (current.redirect, verdict.vary) if n)
             return Trigger.REPROMPT
         current.events += [_acted(e, "accepted_after_retries") for e in verdict.events]
+        current.sent_despite_redirect = any(
+            e.pattern == LOOP_AFTER_REDIRECT for e in verdict.events
+        )
         return Trigger.ACCEPTED
 
     async def _observe(self) -> Trigger:
@@ -329,6 +336,9 @@ class Rollout:
             turn=plan.turn,
         )
         current.events += observation.events
+        current.revealed = observation.revealed
+        if self._config.interaction.revelation_judge:  # the judge confirmed what was revealed
+            self._charge("judge", observation.judge_usage)
         # A redirect that found no retry left to ride on (max_retries: 0) goes with the next
         # turn's prompt instead, as would any intervention a monitor schedules after the reply.
         redirect = current.redirect
@@ -350,7 +360,7 @@ class Rollout:
             self._failures_in_a_row,
             self._clock(),
             post.next_id,
-            revealed_in(self._config, current.committed.text, skip=self._revealed),
+            [e for e in current.revealed if e.topic not in self._revealed],
         )
         self._log.append(record)
         post.tracer.flush()

@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from loom_sim.assembler import TurnPlan
-from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome, Utterance, Verdict
+from loom_sim.messages import (
+    AdversaryMove,
+    MonitorEvent,
+    ProbeOutcome,
+    RevelationEvidence,
+    Utterance,
+    Verdict,
+)
 from loom_sim.models.base import Usage
 from loom_sim.rollout.runtime.ledger import add_usage
 from loom_sim.store.records import InForce, RejectedDraft, TurnRecord
@@ -31,6 +38,9 @@ class TurnInProgress:
     usage: dict[str, Usage] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     failed: str | None = None  # why this attempt at the turn produced no usable exchange
+    offered_by_redirect: list[str] = field(default_factory=list)  # by the monitor's redirects
+    sent_despite_redirect: bool = False  # still looping after a redirect, out of retries
+    revealed: list[RevelationEvidence] = field(default_factory=list)  # the monitor's verdict
 
     def charge(self, role: str, usage: Usage) -> None:
         add_usage(self.usage, role, usage)
@@ -56,7 +66,7 @@ class TurnInProgress:
         failed_attempts: int,
         ended: float,
         next_id: int,
-        revealed: list[str],
+        revealed: list[RevelationEvidence],
     ) -> TurnRecord:
         """The completed turn, as ``turns.jsonl`` keeps it."""
         plan = self.plan
@@ -91,7 +101,10 @@ class TurnInProgress:
             probe_outcome=self.judged,
             scaffolding=self.in_force,
             vary=self.vary,
-            revealed=revealed,
+            revealed=list(dict.fromkeys(e.topic for e in revealed)),
+            revelation_evidence=revealed,
+            offered_by_redirect=self.offered_by_redirect,
+            sent_despite_redirect=self.sent_despite_redirect,
         )
 
 

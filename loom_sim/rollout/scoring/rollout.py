@@ -78,7 +78,7 @@ class RolloutScorer:
         self.options = options
         self.window = options.judge_window or self.config.interaction.judge_window
         step = self.config.interaction.judge_window_step
-        self.window_step = min(step or -(-self.window // 2), self.window)
+        self.window_step = min(step or 1, self.window)  # the last `window` turns, every turn
         # A judge run in-process keeps one evaluated prompt per llama.cpp instance (a slot):
         # each rubric gets its own, so the turn rubric's prompt is still there when the next
         # turn's extends it, whatever other rubrics were asked in between.
