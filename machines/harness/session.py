@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from loom_sim.machines.engine import MACHINES, MachineSpec, Transition
+from loom_sim.machines.engine import MACHINES, MachineSpec
+from loom_sim.machines.engine import transition as _t
 
 ACTIVE = (
     "init",
@@ -55,10 +56,6 @@ class StopReason(StrEnum):
     CONSECUTIVE_FAILURES = "consecutive_failures"
     ADAPTER_FATAL = "adapter_fatal"
     USER_GAVE_UP = "user_gave_up"
-
-
-def _t(trigger: Trigger, source: str | tuple[str, ...], dest: str, when: str = "") -> Transition:
-    return Transition(trigger, (source,) if isinstance(source, str) else source, dest, when)
 
 
 HARNESS = MACHINES.add(
