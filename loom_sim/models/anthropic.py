@@ -21,7 +21,6 @@ Retries, limits, timeouts and accounting are shared with the OpenAI client.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 
@@ -29,6 +28,7 @@ import msgspec
 
 from loom_sim.models._http import HTTPModelClient, HTTPPool
 from loom_sim.models.base import CallLimiter, ChatMessage, ModelRequest, ModelResponse
+from loom_sim.models.endpoints import ANTHROPIC
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.openai import schema_instruction
 from loom_sim.models.pricing import PriceTable
@@ -37,7 +37,7 @@ from loom_sim.models.retry import AttemptFailed, RetryPolicy
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_BASE_URL", "AnthropicClient", "to_messages_api"]
 
-DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_ANTHROPIC_BASE_URL = ANTHROPIC.default_base_url
 ANTHROPIC_VERSION = "2023-06-01"
 CLAUDE_CONTEXT_TOKENS = 200_000
 OPENING_USER_TURN = "(The conversation begins.)"
@@ -92,7 +92,7 @@ class AnthropicClient(HTTPModelClient):
     """``anthropic/<model>`` over the Messages API."""
 
     provider = "anthropic"
-    key_env = "ANTHROPIC_API_KEY"
+    key_env = ANTHROPIC.key_env
 
     def __init__(
         self,
@@ -109,9 +109,7 @@ class AnthropicClient(HTTPModelClient):
         context_tokens: int | None = None,
         max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
-        env = os.environ if env is None else env
-        base = base_url or env.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
-        key = api_key if api_key is not None else env.get(self.key_env) or None
+        base, key = ANTHROPIC.resolve(base_url, api_key, env)
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if key:
             headers["x-api-key"] = key

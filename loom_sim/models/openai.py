@@ -22,7 +22,6 @@ sends the classic ``max_tokens`` that all of them understand.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import time
 from collections.abc import Mapping
@@ -38,6 +37,7 @@ from loom_sim.models.base import (
     ModelResponse,
     schema_text,
 )
+from loom_sim.models.endpoints import OPENAI
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.pricing import PriceTable, match_family
 from loom_sim.models.reply_limits import MAX_REPLY_BYTES
@@ -45,7 +45,7 @@ from loom_sim.models.retry import AttemptFailed, RetryPolicy
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIClient", "schema_instruction"]
 
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_OPENAI_BASE_URL = OPENAI.default_base_url
 JsonMode = Literal["json_schema", "json_object", "none"]
 
 _CONTEXT_TOKENS = {
@@ -140,7 +140,7 @@ class OpenAIClient(HTTPModelClient):
     """``openai/<model>`` over the chat completions API."""
 
     provider = "openai"
-    key_env = "OPENAI_API_KEY"
+    key_env = OPENAI.key_env
 
     def __init__(
         self,
@@ -157,9 +157,7 @@ class OpenAIClient(HTTPModelClient):
         context_tokens: int | None = None,
         max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
-        env = os.environ if env is None else env
-        base = base_url or env.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-        key = api_key if api_key is not None else env.get(self.key_env) or None
+        base, key = OPENAI.resolve(base_url, api_key, env)
         headers = {"authorization": f"Bearer {key}"} if key else {}
         if context_tokens is None:
             context_tokens = match_family(spec, _CONTEXT_TOKENS) or _UNKNOWN_CONTEXT
