@@ -137,3 +137,23 @@ def test_a_malformed_pair_is_one_sentence_naming_the_flag(tmp_path, monkeypatch,
     assert result.exit_code == 1 and message in result.stderr, result.output
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_one_live_progress_table():
+    """A run's, a scoring's and a probe's live tables are ``core/progress.py``'s
+    ``LiveTable`` with their own columns and rows: a ``rich.live.Live`` made anywhere else is a
+    copy of its drawing."""
+    lives = [
+        f"{name}:{call.lineno}"
+        for name, module in _modules()
+        for call in ast.walk(module)
+        if isinstance(call, ast.Call) and _called(call) == "Live"
+    ]
+    assert [m.split(":")[0] for m in lives] == ["loom_sim/core/progress.py"], lives
+    from loom_sim.core.progress import LiveTable
+    from loom_sim.probe.progress import RichProbeProgress
+    from loom_sim.rollout.runtime.progress import RichProgress
+    from loom_sim.rollout.scoring.progress import RichScoreProgress
+
+    for table in (RichProgress, RichScoreProgress, RichProbeProgress):
+        assert issubclass(table, LiveTable) and "__rich__" not in vars(table)
