@@ -157,3 +157,35 @@ def test_one_live_progress_table():
 
     for table in (RichProgress, RichScoreProgress, RichProbeProgress):
         assert issubclass(table, LiveTable) and "__rich__" not in vars(table)
+
+
+def test_one_append_only_log_type():
+    """``turns.jsonl`` is a ``JsonLines`` with its own rules (turns in order, its advice); the
+    writing, reading and repair are ``JsonLines``'s alone."""
+    from loom_sim.store.artifacts import TurnLog
+    from loom_sim.store.jsonl import JsonLines
+
+    assert issubclass(TurnLog, JsonLines)
+    assert not {"append", "close", "read", "load", "_read"} & set(vars(TurnLog))
+
+
+def test_the_turn_log_keeps_its_rules(tmp_path):
+    import msgspec
+
+    from loom_sim.errors import LoomError
+    from loom_sim.store.artifacts import TurnLog
+    from loom_sim.store.jsonl import DamagedFile
+
+    class Turn(msgspec.Struct):
+        turn: int
+
+    decoder = msgspec.json.Decoder(Turn)
+
+    path = tmp_path / "turns.jsonl"
+    path.write_bytes(b'{"turn": 0}\n{"turn": 2}\n')
+    with pytest.raises(LoomError, match=r"turns.jsonl:2: turn 3 found where turn 2 belongs"):
+        TurnLog(path, decoder).read()
+    path.write_bytes(b'{"turn": 0}\nnot json\n{"turn": 1}\n{"turn": 2')
+    with pytest.raises(DamagedFile, match=r"not a turn record .*1 valid turn follow it") as err:
+        TurnLog(path, decoder).load()
+    assert "head -n 1" in str(err.value) and path.read_bytes().endswith(b'{"turn": 2')
