@@ -189,3 +189,20 @@ def test_the_turn_log_keeps_its_rules(tmp_path):
     with pytest.raises(DamagedFile, match=r"not a turn record .*1 valid turn follow it") as err:
         TurnLog(path, decoder).load()
     assert "head -n 1" in str(err.value) and path.read_bytes().endswith(b'{"turn": 2')
+
+
+def test_one_placeholder_transcript():
+    """A rollout without ``transcript.json`` (pending, running, killed) is shown through
+    ``store/run_file.py``'s ``placeholder_transcript``; only a rollout that ran (the runtime)
+    or was imported builds a ``Transcript`` of its own."""
+    built = sorted(
+        name
+        for name, module in _modules()
+        for call in ast.walk(module)
+        if isinstance(call, ast.Call) and _called(call) == "Transcript"
+    )
+    assert built == [
+        "loom_sim/rollout/interop/importer.py",
+        "loom_sim/rollout/runtime/rollout.py",
+        "loom_sim/store/run_file.py",
+    ], built
