@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -170,8 +171,6 @@ def test_one_append_only_log_type():
 
 
 def test_the_turn_log_keeps_its_rules(tmp_path):
-    import msgspec
-
     from loom_sim.errors import LoomError
     from loom_sim.store.artifacts import TurnLog
     from loom_sim.store.jsonl import DamagedFile
@@ -206,3 +205,24 @@ def test_one_placeholder_transcript():
         "loom_sim/rollout/runtime/rollout.py",
         "loom_sim/store/run_file.py",
     ], built
+
+
+def test_one_stop_shape_for_the_systems():
+    """A rollout and a harness session stop with ``core/stops.py``'s ``Stop``: a key of the
+    system's own ``StopReason`` and a sentence. The keys stay the plain strings records hold."""
+    from loom_sim.harness.machines.session import StopReason as HarnessStopReason
+
+    from loom_sim.core.stops import Stop, StopReason
+    from loom_sim.rollout.runtime.stop_rules import RolloutStopReason
+
+    shapes = [
+        f"{name}:{node.lineno}"
+        for name, module in _modules()
+        for node in ast.walk(module)
+        if isinstance(node, ast.ClassDef) and node.name == "Stop"
+    ]
+    assert [s.split(":")[0] for s in shapes] == ["loom_sim/core/stops.py"], shapes
+    for reasons in (HarnessStopReason, RolloutStopReason):
+        assert issubclass(reasons, StopReason)
+    stop = Stop(RolloutStopReason.MAX_TURNS, "3 of 3 turns")
+    assert msgspec.json.encode({"stop_reason": stop.reason}) == b'{"stop_reason":"max_turns"}'

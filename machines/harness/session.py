@@ -17,6 +17,8 @@ from enum import StrEnum
 from loom_sim.machines.engine import MACHINES, MachineSpec
 from loom_sim.machines.engine import transition as _t
 
+from loom_sim.core import stops as core_stops
+
 ACTIVE = (
     "init",
     "start_chat",
@@ -46,7 +48,7 @@ class Trigger(StrEnum):
     FAIL = "fail"
 
 
-class StopReason(StrEnum):
+class StopReason(core_stops.StopReason):
     """Why a session ended: every way out of ``score_checkpoint``, ``plan_turn`` and ``error``."""
 
     SUCCESS = "success"
