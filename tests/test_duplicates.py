@@ -226,3 +226,13 @@ def test_one_stop_shape_for_the_systems():
         assert issubclass(reasons, StopReason)
     stop = Stop(RolloutStopReason.MAX_TURNS, "3 of 3 turns")
     assert msgspec.json.encode({"stop_reason": stop.reason}) == b'{"stop_reason":"max_turns"}'
+
+
+def test_the_http_clients_share_one_constructor():
+    """OpenAI's and Anthropic's clients are made by ``HTTPModelClient.__init__``; each says
+    only its endpoint, path, headers and context size."""
+    from loom_sim.models.anthropic import AnthropicClient
+    from loom_sim.models.openai import OpenAIClient
+
+    for client in (OpenAIClient, AnthropicClient):
+        assert "__init__" not in vars(client), client
