@@ -37,6 +37,14 @@ class Transition(Generic[T]):
     when: str = ""  # what the handler decided, for the diagram ("rejected, retries left")
 
 
+def transition(
+    trigger: T, source: str | tuple[str, ...], dest: str, when: str = ""
+) -> Transition[T]:
+    """One row of a machine's table: ``source`` one state or several. Every machine's table is
+    written with this, so a row reads the same in all of them."""
+    return Transition(trigger, (source,) if isinstance(source, str) else source, dest, when)
+
+
 @dataclass(frozen=True, kw_only=True)
 class MachineSpec(Plugin, Generic[T]):
     """A machine as data: registered in :data:`MACHINES` so ``loom-sim diagram`` finds it."""

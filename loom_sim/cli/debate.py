@@ -12,8 +12,12 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from loom_sim.cli.options import allow_outside_option, base_url_option, timeout_option
-from loom_sim.cli.run import _pairs
+from loom_sim.cli.options import (
+    allow_outside_option,
+    base_url_option,
+    parse_pairs,
+    timeout_option,
+)
 from loom_sim.core.lock import hold
 from loom_sim.debate.cards import CardRecord, RejectedCard
 from loom_sim.debate.files import Summary
@@ -195,7 +199,9 @@ def debate(
             personas=[p.strip() for p in personas.split(",") if p.strip()] if personas else None,
             messages=defining["messages"],
             seed=defining["seed"],
-            models=_pairs(defining["model"], "--model", "NAME=SPEC, e.g. strong=openai/gpt-4.1"),
+            models=parse_pairs(
+                defining["model"], "--model", "NAME=SPEC, e.g. strong=openai/gpt-4.1"
+            ),
             policy=defining["policy"],
             similarity=defining["similarity"],
             output=defining["output"],
@@ -271,7 +277,7 @@ def build(
     config = load_build(config_path, allow_outside=allow_outside)
     try:
         allocation = config.models.overridden(
-            _pairs(model, "--model", "NAME=SPEC, e.g. strong=openai/gpt-4.1")
+            parse_pairs(model, "--model", "NAME=SPEC, e.g. strong=openai/gpt-4.1")
         )
     except ValueError as err:
         raise LoomError(str(err)) from None

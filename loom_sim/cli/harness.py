@@ -14,6 +14,7 @@ from loom_sim.cli.options import (
     base_url_option,
     command_again,
     concurrency_option,
+    parse_pairs,
     timeout_option,
 )
 from loom_sim.core.lock import hold
@@ -61,16 +62,6 @@ class LineProgress:
 
     def session_ended(self, name: str, status: str, why: str) -> None:
         click.echo(f"{name}: {status} ({why})", err=True)
-
-
-def _pairs(values: tuple[str, ...]) -> dict[str, str]:
-    found = {}
-    for value in values:
-        role, sep, spec = value.partition("=")
-        if not sep or not role.strip() or not spec.strip():
-            raise LoomError(f"--model {value!r}: write it as ROLE=SPEC, e.g. user=openai/gpt-4.1")
-        found[role.strip()] = spec.strip()
-    return found
 
 
 def _check_models(plan: HarnessPlan, hub: ModelHub) -> None:
@@ -175,7 +166,7 @@ def run(
             target=defining["target"],
             repeat=defining["repeat"] or 1,
             seed=defining["seed"],
-            models=_pairs(defining["model"]),
+            models=parse_pairs(defining["model"], "--model", "ROLE=SPEC, e.g. user=openai/gpt-4.1"),
             output=defining["output"],
             concurrency=concurrency,
             timeout_s=timeout,

@@ -92,6 +92,21 @@ def allow_outside_option(what: str) -> Callable[[F], F]:
     )
 
 
+def parse_pairs(values: Sequence[str], flag: str, meaning: str) -> dict[str, str]:
+    """``KEY=VALUE`` words (``--model ROLE=SPEC``, ``--price SPEC=IN/OUT``) as a dict, each
+    part stripped; a word without both parts is one sentence naming the flag and saying how
+    to write it (``meaning``: "ROLE=SPEC, e.g. judge=openai/x")."""
+    from loom_sim.errors import LoomError
+
+    found = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key.strip() or not rest.strip():
+            raise LoomError(f"{flag} {value!r}: write it as {meaning}")
+        found[key.strip()] = rest.strip()
+    return found
+
+
 def command_again(ctx: click.Context, words: Sequence[str], keep: Sequence[str]) -> str:
     """The command line that continues this one: ``loom-sim`` and ``words``, then the options
     named in ``keep`` that were given on this command line, as given, quoted for a shell.

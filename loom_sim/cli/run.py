@@ -19,6 +19,7 @@ from loom_sim.cli.options import (
     command_again,
     concurrency_option,
     executor_options,
+    parse_pairs,
     timeout_option,
 )
 from loom_sim.core import interrupt
@@ -79,19 +80,9 @@ _ADVERSARY = RegistryChoice("adversary", lambda: ["none", *(a.name for a in adve
 _RESPONDER = RegistryChoice("responder", lambda: [r.name for r in responders()])
 
 
-def _pairs(values: tuple[str, ...], flag: str, meaning: str) -> dict[str, str]:
-    found = {}
-    for value in values:
-        key, sep, rest = value.partition("=")
-        if not sep or not key or not rest:
-            raise LoomError(f"{flag} {value!r}: write it as {meaning}")
-        found[key.strip()] = rest.strip()
-    return found
-
-
 def _prices(values: tuple[str, ...]) -> dict[str, Price]:
     prices = {}
-    for spec, text in _pairs(values, "--price", "SPEC=IN/OUT, e.g. openai/x=2.5/10").items():
+    for spec, text in parse_pairs(values, "--price", "SPEC=IN/OUT, e.g. openai/x=2.5/10").items():
         try:
             given, taken = (float(x) for x in text.split("/"))
         except ValueError:
@@ -269,7 +260,7 @@ def run(
             adversary=defining["adversary"],
             adversary_model=defining["adversary_model"],
             responders=tuple(defining["responder"]),
-            role_models=_pairs(defining["model"], "--model", "ROLE=SPEC, e.g. judge=openai/x"),
+            role_models=parse_pairs(defining["model"], "--model", "ROLE=SPEC, e.g. judge=openai/x"),
             prices=_prices(defining["price"]),
         )
         paths = [find(p, "examples", "ported") for p in config_paths]

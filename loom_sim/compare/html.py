@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from loom_sim.compare.markdown import cell_text, difference_text, num, scorer_rows
+from loom_sim.core.html import html_environment
 
 __all__ = ["PALETTE", "compare_body", "curve_chart", "render_html", "stylesheet"]
 
@@ -93,16 +94,11 @@ def curve_chart(title: str, lines: dict[str, list[float | None]], colors: dict[s
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("loom_sim.compare", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    return html_environment(
+        "loom_sim.compare",
+        filters={"cell": cell_text, "diff": difference_text, "num": num},
         keep_trailing_newline=True,
     )
-    env.filters.update(cell=cell_text, diff=difference_text, num=num)
-    return env
 
 
 def _charts(data: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]]:

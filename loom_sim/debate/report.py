@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from loom_sim.core.html import html_environment
 from loom_sim.debate.cards import CardRecord, RejectedCard
 from loom_sim.debate.files import DebateFiles, DebateRecord, Summary, tally
 from loom_sim.debate.records import ChatTurn, DetectionRound, ExitCheck, RoomLine, RoomStart
@@ -226,14 +227,7 @@ def markdown(view: DebateView) -> str:
 
 @cache
 def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("loom_sim.debate", "."),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    return env.get_template("report.html.j2")
+    return html_environment("loom_sim.debate", ".").get_template("report.html.j2")
 
 
 def html(view: DebateView) -> str:

@@ -3,17 +3,12 @@ reached on the last allowed turn is a success), then the budgets, then the turn 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from loom_sim.core.stops import Stop as CoreStop
 from loom_sim.harness.machines.session import StopReason
 from loom_sim.harness.packs import Scenario
 from loom_sim.harness.records import HarnessTurn
 
-
-@dataclass(frozen=True)
-class Stop:
-    reason: StopReason
-    detail: str
+Stop = CoreStop[StopReason]  # why a session ended: a harness reason and a sentence
 
 
 def total_cost(turns: list[HarnessTurn]) -> float | None:

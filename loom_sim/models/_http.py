@@ -37,6 +37,7 @@ import httpx
 import trio
 
 from loom_sim.models.base import CallLimiter, ModelError, ModelResponse, Usage
+from loom_sim.models.endpoints import Endpoint
 from loom_sim.models.pricing import PriceTable
 from loom_sim.models.reply_limits import (
     MAX_REPLY_BYTES,
@@ -288,10 +289,17 @@ class HTTPPool:
 
 
 class HTTPModelClient:
-    """Base of :class:`OpenAIClient` and :class:`AnthropicClient`."""
+    """Base of :class:`OpenAIClient` and :class:`AnthropicClient`, and their one constructor.
+
+    A client names its provider's :class:`~loom_sim.models.endpoints.Endpoint` (the server
+    and key when none is given) and its API's ``path``, and says how a key goes into its
+    headers and how large its model's context is; the rest is made here the same way for
+    both.
+    """
 
     provider: ClassVar[str]
-    key_env: ClassVar[str]
+    endpoint: ClassVar[Endpoint]
+    path: ClassVar[str]  # the API's path below the base URL
 
     spec: str
     context_tokens: int
@@ -300,29 +308,30 @@ class HTTPModelClient:
         self,
         spec: str,
         *,
-        base_url: str,
-        api_key: str | None,
-        headers: Mapping[str, str],
-        path: str,
-        pool: HTTPPool | None,
-        timeout_s: float,
-        retry: RetryPolicy | None,
-        limiter: CallLimiter | None,
-        prices: PriceTable | None,
-        context_tokens: int,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        env: Mapping[str, str] | None = None,
+        pool: HTTPPool | None = None,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        limiter: CallLimiter | None = None,
+        prices: PriceTable | None = None,
+        context_tokens: int | None = None,
         max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
+        base_url, api_key = self.endpoint.resolve(base_url, api_key, env)
+        headers = self._headers(api_key)
         self.spec = spec
         self.model = spec.split("/", 1)[1]
         self.base_url = check_base_url(spec, base_url)
-        self.context_tokens = context_tokens
+        self.context_tokens = self._context(spec, context_tokens)
         self._secrets = (api_key,) if api_key else ()
         self._has_key = bool(api_key)
         self._owns_pool = pool is None
         self.pool = pool if pool is not None else HTTPPool(self.base_url)
         self.timeout_s = timeout_s
         self._target = self.pool.target(
-            self.base_url + path,
+            self.base_url + self.path,
             {"Content-Type": "application/json", **headers},
             timeout_s,
             max_reply_bytes,
@@ -330,6 +339,22 @@ class HTTPModelClient:
         self.retry = retry if retry is not None else RetryPolicy()
         self._limit = Slot(limiter) if limiter is not None else _NO_LIMIT
         self._prices = prices if prices is not None else _DEFAULT_PRICES
+        self._configure()
+
+    @property
+    def key_env(self) -> str:
+        return self.endpoint.key_env
+
+    def _headers(self, key: str | None) -> dict[str, str]:
+        """The headers every request carries (the key among them, when there is one)."""
+        raise NotImplementedError
+
+    def _context(self, spec: str, given: int | None) -> int:
+        """The model's context size: ``given``, else what is known of the model."""
+        raise NotImplementedError
+
+    def _configure(self) -> None:
+        """What a client decides once it knows its server and model (nothing, here)."""
 
     @property
     def http(self) -> httpx.AsyncClient:

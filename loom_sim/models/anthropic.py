@@ -21,23 +21,20 @@ Retries, limits, timeouts and accounting are shared with the OpenAI client.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Mapping
 
 import msgspec
 
-from loom_sim.models._http import HTTPModelClient, HTTPPool
-from loom_sim.models.base import CallLimiter, ChatMessage, ModelRequest, ModelResponse
+from loom_sim.models._http import HTTPModelClient
+from loom_sim.models.base import ChatMessage, ModelRequest, ModelResponse
+from loom_sim.models.endpoints import ANTHROPIC
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.openai import schema_instruction
-from loom_sim.models.pricing import PriceTable
-from loom_sim.models.reply_limits import MAX_REPLY_BYTES
-from loom_sim.models.retry import AttemptFailed, RetryPolicy
+from loom_sim.models.retry import AttemptFailed
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_BASE_URL", "AnthropicClient", "to_messages_api"]
 
-DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_ANTHROPIC_BASE_URL = ANTHROPIC.default_base_url
 ANTHROPIC_VERSION = "2023-06-01"
 CLAUDE_CONTEXT_TOKENS = 200_000
 OPENING_USER_TURN = "(The conversation begins.)"
@@ -92,43 +89,17 @@ class AnthropicClient(HTTPModelClient):
     """``anthropic/<model>`` over the Messages API."""
 
     provider = "anthropic"
-    key_env = "ANTHROPIC_API_KEY"
+    endpoint = ANTHROPIC
+    path = "/v1/messages"
 
-    def __init__(
-        self,
-        spec: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        env: Mapping[str, str] | None = None,
-        pool: HTTPPool | None = None,
-        timeout_s: float = 120.0,
-        retry: RetryPolicy | None = None,
-        limiter: CallLimiter | None = None,
-        prices: PriceTable | None = None,
-        context_tokens: int | None = None,
-        max_reply_bytes: int = MAX_REPLY_BYTES,
-    ) -> None:
-        env = os.environ if env is None else env
-        base = base_url or env.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
-        key = api_key if api_key is not None else env.get(self.key_env) or None
+    def _headers(self, key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if key:
             headers["x-api-key"] = key
-        super().__init__(
-            spec,
-            base_url=base,
-            api_key=key,
-            headers=headers,
-            path="/v1/messages",
-            pool=pool,
-            timeout_s=timeout_s,
-            retry=retry,
-            limiter=limiter,
-            prices=prices,
-            context_tokens=context_tokens or CLAUDE_CONTEXT_TOKENS,
-            max_reply_bytes=max_reply_bytes,
-        )
+        return headers
+
+    def _context(self, spec: str, given: int | None) -> int:
+        return given or CLAUDE_CONTEXT_TOKENS
 
     def _body(self, request: ModelRequest) -> bytes:
         system, turns = to_messages_api(request.messages)

@@ -22,7 +22,6 @@ sends the classic ``max_tokens`` that all of them understand.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import time
 from collections.abc import Mapping
@@ -30,22 +29,21 @@ from typing import Any, Literal
 
 import msgspec
 
-from loom_sim.models._http import HTTPModelClient, HTTPPool
+from loom_sim.models._http import HTTPModelClient
 from loom_sim.models.base import (
-    CallLimiter,
     ChatMessage,
     ModelRequest,
     ModelResponse,
     schema_text,
 )
+from loom_sim.models.endpoints import OPENAI
 from loom_sim.models.json_repair import parse_for_schema
-from loom_sim.models.pricing import PriceTable, match_family
-from loom_sim.models.reply_limits import MAX_REPLY_BYTES
-from loom_sim.models.retry import AttemptFailed, RetryPolicy
+from loom_sim.models.pricing import match_family
+from loom_sim.models.retry import AttemptFailed
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIClient", "schema_instruction"]
 
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_OPENAI_BASE_URL = OPENAI.default_base_url
 JsonMode = Literal["json_schema", "json_object", "none"]
 
 _CONTEXT_TOKENS = {
@@ -140,43 +138,18 @@ class OpenAIClient(HTTPModelClient):
     """``openai/<model>`` over the chat completions API."""
 
     provider = "openai"
-    key_env = "OPENAI_API_KEY"
+    endpoint = OPENAI
+    path = "/chat/completions"
 
-    def __init__(
-        self,
-        spec: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        env: Mapping[str, str] | None = None,
-        pool: HTTPPool | None = None,
-        timeout_s: float = 120.0,
-        retry: RetryPolicy | None = None,
-        limiter: CallLimiter | None = None,
-        prices: PriceTable | None = None,
-        context_tokens: int | None = None,
-        max_reply_bytes: int = MAX_REPLY_BYTES,
-    ) -> None:
-        env = os.environ if env is None else env
-        base = base_url or env.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-        key = api_key if api_key is not None else env.get(self.key_env) or None
-        headers = {"authorization": f"Bearer {key}"} if key else {}
-        if context_tokens is None:
-            context_tokens = match_family(spec, _CONTEXT_TOKENS) or _UNKNOWN_CONTEXT
-        super().__init__(
-            spec,
-            base_url=base,
-            api_key=key,
-            headers=headers,
-            path="/chat/completions",
-            pool=pool,
-            timeout_s=timeout_s,
-            retry=retry,
-            limiter=limiter,
-            prices=prices,
-            context_tokens=context_tokens,
-            max_reply_bytes=max_reply_bytes,
-        )
+    def _headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key else {}
+
+    def _context(self, spec: str, given: int | None) -> int:
+        if given is not None:
+            return given
+        return match_family(spec, _CONTEXT_TOKENS) or _UNKNOWN_CONTEXT
+
+    def _configure(self) -> None:
         official = self.base_url == DEFAULT_OPENAI_BASE_URL
         self._official = official
         self._reasoning = official and bool(_REASONING.match(self.model))

@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loom_sim.models.base import CallLimiter, ModelClient, ModelError
+from loom_sim.models.endpoints import ANTHROPIC, OPENAI
 from loom_sim.plugins import Plugin, Registry
 
 if TYPE_CHECKING:
@@ -137,6 +138,21 @@ def local(options: ClientOptions) -> ModelClient:
     )
 
 
+def _http_arguments(options: ClientOptions) -> dict[str, Any]:
+    """What an HTTP client is made with, from the hub's options: the same for every HTTP
+    provider, so a new option reaches all of them."""
+    return {
+        "base_url": options.base_url,
+        "env": options.env,
+        "pool": options.pool,
+        "timeout_s": options.timeout_s,
+        "retry": options.retry,
+        "limiter": options.limiter,
+        "prices": options.prices,
+        "context_tokens": options.context_tokens,
+    }
+
+
 @provider(
     "openai",
     summary="OpenAI chat completions (`OPENAI_API_KEY`); with `--base-url` / `OPENAI_BASE_URL` "
@@ -144,26 +160,16 @@ def local(options: ClientOptions) -> ModelClient:
     "is optional",
     order=20,
     concurrency=64,
-    key_env="OPENAI_API_KEY",
-    base_url_env="OPENAI_BASE_URL",
+    key_env=OPENAI.key_env,
+    base_url_env=OPENAI.base_url_env,
     base_url_option=True,
-    default_base_url="https://api.openai.com/v1",
+    default_base_url=OPENAI.default_base_url,
     sharing=Sharing.ROLLOUT_GROUP,
 )
 def openai(options: ClientOptions) -> ModelClient:
     from loom_sim.models.openai import OpenAIClient
 
-    return OpenAIClient(
-        options.spec,
-        base_url=options.base_url,
-        env=options.env,
-        pool=options.pool,
-        timeout_s=options.timeout_s,
-        retry=options.retry,
-        limiter=options.limiter,
-        prices=options.prices,
-        context_tokens=options.context_tokens,
-    )
+    return OpenAIClient(options.spec, **_http_arguments(options))
 
 
 @provider(
@@ -171,25 +177,15 @@ def openai(options: ClientOptions) -> ModelClient:
     summary="the Anthropic Messages API (`ANTHROPIC_API_KEY`; `ANTHROPIC_BASE_URL` to redirect)",
     order=30,
     concurrency=16,
-    key_env="ANTHROPIC_API_KEY",
-    base_url_env="ANTHROPIC_BASE_URL",
-    default_base_url="https://api.anthropic.com",
+    key_env=ANTHROPIC.key_env,
+    base_url_env=ANTHROPIC.base_url_env,
+    default_base_url=ANTHROPIC.default_base_url,
     sharing=Sharing.ROLLOUT_GROUP,
 )
 def anthropic(options: ClientOptions) -> ModelClient:
     from loom_sim.models.anthropic import AnthropicClient
 
-    return AnthropicClient(
-        options.spec,
-        base_url=options.base_url,
-        env=options.env,
-        pool=options.pool,
-        timeout_s=options.timeout_s,
-        retry=options.retry,
-        limiter=options.limiter,
-        prices=options.prices,
-        context_tokens=options.context_tokens,
-    )
+    return AnthropicClient(options.spec, **_http_arguments(options))
 
 
 def _check_scripted(spec: str, name: str) -> None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
+from loom_sim.core.progress import LiveTable
 from loom_sim.probe.records import ProbeRecord
 
 
@@ -67,31 +69,20 @@ class PlainProbeProgress:
         self._say(f"{mode}: {status}, {row.line()} · {row.elapsed:.1f}s")
 
 
-class RichProbeProgress:
+class RichProbeProgress(LiveTable):
     """A live table, one row per mode: runs, contradictions, unjudged, elapsed, status."""
 
+    title = "loom-sim probe"
+    columns = ("mode", "runs", "contradictions", "unjudged", "elapsed", "status")
+    left = frozenset({"mode", "status"})
+
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.live import Live
-
+        super().__init__()
         self._rows: dict[str, _Row] = {}
-        self._live = Live(self, console=Console(stderr=True), refresh_per_second=4)
 
-    def __enter__(self) -> RichProbeProgress:
-        self._live.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._live.stop()
-
-    def __rich__(self):
-        from rich.table import Table
-
-        table = Table(title="loom-sim probe", expand=False)
-        for column in ("mode", "runs", "contradictions", "unjudged", "elapsed", "status"):
-            table.add_column(column, justify="left" if column in ("mode", "status") else "right")
+    def rows(self) -> Iterable[Sequence[str]]:
         for mode, row in self._rows.items():
-            table.add_row(
+            yield (
                 mode,
                 f"{row.done}/{row.runs}",
                 f"{row.successes}/{row.done - row.unjudged}",
@@ -99,7 +90,6 @@ class RichProbeProgress:
                 f"{row.elapsed:.1f}s",
                 row.status,
             )
-        return table
 
     def mode_started(self, mode: str, runs: int) -> None:
         self._rows[mode] = _Row(runs)

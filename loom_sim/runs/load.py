@@ -34,7 +34,7 @@ from loom_sim.store.matrix_file import (
     single_run_cell,
 )
 from loom_sim.store.records import Transcript
-from loom_sim.store.run_file import RUN_FILE, RunRecord
+from loom_sim.store.run_file import RUN_FILE, RunRecord, placeholder_transcript
 
 __all__ = [
     "Arm",
@@ -148,33 +148,9 @@ def _cell(record: RunRecord | MatrixRecord, arm: Arm, rollout: int) -> CellRef:
 
 
 def _pending(cell: CellRef, record: RunRecord) -> Transcript:
-    return Transcript(
-        rollout=Path(cell.id).name,
-        index=cell.rollout,
-        seed=record.seed,
-        status=PENDING,
-        stop_reason=None,
-        stop_detail="not started",
-        error=None,
-        persona=_persona_name(record),
-        config=record.config_name,
-        models=dict(record.models),
-        template_version=record.template_version,
-        opener="",
-        opening=None,
-        turns=[],
-        usage={},
-        cost_usd=None,
-        started_at=0.0,
-        ended_at=0.0,
-        duration_s=0.0,
+    return placeholder_transcript(
+        Path(cell.id).name, cell.rollout, record, status=PENDING, detail="not started"
     )
-
-
-def _persona_name(record: RunRecord) -> str:
-    """From the recorded config as data: validating it would need every plug-in it names."""
-    identity = (record.config.get("persona") or {}).get("identity") or {}
-    return str(identity.get("name") or "?")
 
 
 def _transcript(folder: Path, cell: CellRef, record: RunRecord) -> Transcript:

@@ -9,23 +9,21 @@ results/<config-stem>-<hash8>-<UTC time>/
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
 from loom_sim.errors import LoomError
-from loom_sim.store.jsonl import append, cut_torn_tail, open_for_append, read_records, writing
+from loom_sim.store.jsonl import JsonLines, writing
 from loom_sim.store.records import (
     TRANSCRIPT_DECODER,
     TURN_DECODER,
-    TURN_ENCODER,
     Transcript,
     TurnRecord,
 )
@@ -94,77 +92,48 @@ def read_transcript(path: Path) -> Transcript:
         ) from None
 
 
-class TurnLog(Generic[R]):
-    """``turns.jsonl``: append-only, one line per completed turn, flushed at once.
+class TurnLog(JsonLines[R]):
+    """``turns.jsonl``: append-only, one line per completed turn, flushed at once — a
+    :class:`~loom_sim.store.jsonl.JsonLines` whose lines are turns 0, 1, 2... in order.
 
     Flushed, not fsynced: a killed process loses nothing the OS has been given; only a power
     cut could, and fsync per turn would cost more than the turn's own bookkeeping. Rollouts log
     :class:`TurnRecord`; another kind of session gives its own record type (anything with a
-    ``turn`` number) as ``decoder``.
+    ``turn`` number) as ``decoder``. ``read`` changes nothing; ``load`` (for continuing the
+    rollout) cuts a torn last line so the next turn is appended cleanly; a damaged line in the
+    middle, or turns out of order, is a :class:`~loom_sim.errors.LoomError` naming the line.
     """
 
     def __init__(self, path: Path, decoder: msgspec.json.Decoder[R] = TURN_DECODER):  # type: ignore[assignment]
-        self.path = path
-        self._decoder = decoder
-        self._file: BinaryIO | None = None
+        super().__init__(path, decoder, "turn record")
 
-    def append(self, record: R) -> None:
-        if self._file is None:
-            self._file = open_for_append(self.path)
-        append(self._file, self.path, TURN_ENCODER.encode(record) + b"\n")
-
-    def close(self) -> None:
-        if self._file is not None:
-            file, self._file = self._file, None
-            with contextlib.suppress(OSError):  # a failed flush was reported by append
-                file.close()
-
-    def read(self) -> list[R]:
-        """Every complete record, changing nothing; a damaged line in the middle, or turns out
-        of order, is a :class:`~loom_sim.errors.LoomError` naming the file and line."""
-        return self._read()[0]
-
-    def load(self) -> list[R]:
-        """Every complete record, for continuing the rollout: a torn last line (the process
-        died mid-write, or mid-turn) is cut off so the next turn is appended cleanly."""
-        records, good = self._read()
-        cut_torn_tail(self.path, good)
-        return records
-
-    def _read(self) -> tuple[list[R], int]:
-        if not self.path.exists():
-            return [], 0
-        path = self.path
-
-        def advice(line: int, after: int) -> str:
-            kept = line - 1
-            follow = f"{after} valid turn{'s' if after != 1 else ''} follow it"
-            if not kept:
-                keep = "or move the file away and resume to run this rollout again"
-            else:
-                kept_file = f"{path.name}.kept"
-                keep = (
-                    f"or keep the first {kept} turn{'s' if kept != 1 else ''} (head -n {kept} "
-                    f"{path} > {kept_file} && mv {kept_file} {path}) and resume to run the "
-                    "rest again"
-                )
-            return f"{follow}, so it is damage, not a torn last line; nothing was changed: " + (
-                f"repair that line, {keep}"
+    def _advice(self, line: int, after: int) -> str:
+        path, kept = self.path, line - 1
+        follow = f"{after} valid turn{'s' if after != 1 else ''} follow it"
+        if not kept:
+            keep = "or move the file away and resume to run this rollout again"
+        else:
+            kept_file = f"{path.name}.kept"
+            keep = (
+                f"or keep the first {kept} turn{'s' if kept != 1 else ''} (head -n {kept} "
+                f"{path} > {kept_file} && mv {kept_file} {path}) and resume to run the "
+                "rest again"
             )
-
-        records, good = read_records(
-            path, self._decoder.decode, what="a turn record", advice=advice
+        return f"{follow}, so it is damage, not a torn last line; nothing was changed: " + (
+            f"repair that line, {keep}"
         )
+
+    def _checked(self, records: list[R]) -> list[R]:
         # Turn numbers must run 0, 1, 2...: anything else is not ours to continue.
         for expected, record in enumerate(records):
             if record.turn != expected:
                 raise LoomError(
-                    f"{path}:{expected + 1}: turn {record.turn + 1} found where turn "
+                    f"{self.path}:{expected + 1}: turn {record.turn + 1} found where turn "
                     f"{expected + 1} belongs (lines are turns, in order); this file was edited "
                     "or mixed with another rollout's: restore it, or keep only the lines "
                     "before this one and resume"
                 )
-        return records, good
+        return records
 
 
 @dataclass(frozen=True)

@@ -188,12 +188,18 @@ _ENCODER = msgspec.json.Encoder()
 
 class JsonLines(Generic[T]):
     """``path`` as an append-only log of ``kind`` records (a msgspec Struct, or a union of
-    tagged ones), read and repaired by the rules above."""
+    tagged ones, or a ready decoder of either), read and repaired by the rules above.
+
+    The one log type: a kind of log with rules of its own (``turns.jsonl``: turns in order)
+    subclasses it and says them in :meth:`_advice` and :meth:`_checked`.
+    """
 
     def __init__(self, path: Path, kind: Any, what: str = "record"):
         # ``kind`` is a Struct type or a union of tagged ones (which is not a ``type[T]``)
         self.path = path
-        self._decoder = msgspec.json.Decoder(kind)
+        self._decoder = (
+            kind if isinstance(kind, msgspec.json.Decoder) else msgspec.json.Decoder(kind)
+        )
         self._what = what
         self._file: BinaryIO | None = None
 
@@ -210,21 +216,36 @@ class JsonLines(Generic[T]):
             except OSError:  # a failed flush was reported by append
                 pass
 
+    def read(self) -> list[T]:
+        """Every complete record, changing nothing (for a reader: a viewer must not write); a
+        damaged line in the middle is a :class:`DamagedFile` naming it."""
+        return self._read()[0]
+
     def load(self) -> list[T]:
         """Every complete record; a torn last line is cut off the file, so appending resumes
         on a clean line. A damaged line in the middle is a :class:`DamagedFile` naming it."""
         if not self.path.exists():
             return []
-        article = "an" if self._what[:1] in "aeiou" else "a"
-
-        def advice(line: int, after: int) -> str:
-            return (
-                f"{after} valid line{'s' if after != 1 else ''} follow it, so it is damage, "
-                "not a torn last line; nothing was changed: repair or remove that line"
-            )
-
-        records, good = read_records(
-            self.path, self._decoder.decode, what=f"{article} {self._what}", advice=advice
-        )
+        records, good = self._read()
         cut_torn_tail(self.path, good)
+        return records
+
+    def _read(self) -> tuple[list[T], int]:
+        if not self.path.exists():
+            return [], 0
+        article = "an" if self._what[:1] in "aeiou" else "a"
+        records, good = read_records(
+            self.path, self._decoder.decode, what=f"{article} {self._what}", advice=self._advice
+        )
+        return self._checked(records), good
+
+    def _advice(self, line: int, after: int) -> str:
+        """What to do about damaged line ``line`` with ``after`` valid lines after it."""
+        return (
+            f"{after} valid line{'s' if after != 1 else ''} follow it, so it is damage, "
+            "not a torn last line; nothing was changed: repair or remove that line"
+        )
+
+    def _checked(self, records: list[T]) -> list[T]:
+        """``records`` if they make a log of this kind; else a LoomError naming the line."""
         return records

@@ -29,6 +29,7 @@ from loom_sim.core.header import PlanHeader
 from loom_sim.errors import LoomError
 from loom_sim.store.artifacts import write_json
 from loom_sim.store.distribution import Execution, Shard
+from loom_sim.store.records import Transcript, TurnRecord
 
 if TYPE_CHECKING:
     from loom_sim.models.retry import Faults
@@ -236,3 +237,47 @@ def add_execution(run_dir: Path, execution: Execution) -> None:
     data = read_raw(path)
     data["executions"] = [*(data.get("executions") or []), msgspec.to_builtins(execution)]
     write_json(path, data)
+
+
+def placeholder_transcript(
+    rollout: str,
+    index: int,
+    record: RunRecord | None,
+    *,
+    status: str,
+    detail: str,
+    turns: list[TurnRecord] | None = None,
+) -> Transcript:
+    """The transcript shown for a rollout that has no ``transcript.json`` (not started, or
+    running, or killed): ``turns`` as far as they go, the rest from the plan (``record``;
+    without one, ``?`` and zeros; the persona's name from the recorded config as data, since
+    validating it would need every plug-in it names). Every reader that lists such a rollout
+    builds it here."""
+    turns = turns or []
+    config = record.config if record is not None else {}
+    identity = config.get("persona") if isinstance(config, dict) else None
+    identity = identity.get("identity") if isinstance(identity, dict) else None
+    persona = identity.get("name") if isinstance(identity, dict) else None
+    started = turns[0].started_at if turns else 0.0
+    ended = turns[-1].ended_at if turns else 0.0
+    return Transcript(
+        rollout=rollout,
+        index=index,
+        seed=record.seed if record is not None else 0,
+        status=status,
+        stop_reason=None,
+        stop_detail=detail,
+        error=None,
+        persona=str(persona or "?"),
+        config=(record.config_name if record is not None else "") or "?",
+        models=dict(record.models) if record is not None else {},
+        template_version=record.template_version if record is not None else "",
+        opener="",
+        opening=None,
+        turns=turns,
+        usage={},
+        cost_usd=None,
+        started_at=started,
+        ended_at=ended,
+        duration_s=ended - started,
+    )

@@ -40,6 +40,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from loom_sim import __version__
+from loom_sim.core.html import html_environment
 from loom_sim.errors import LoomError
 from loom_sim.store.matrix_file import is_matrix
 from loom_sim.web.live import events
@@ -93,16 +94,11 @@ def _host(header: str) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("loom_sim.web", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    return html_environment(
+        "loom_sim.web",
+        filters={"num": _num, "cost": _cost, "grade": grade, "url": _url},
+        globals={"version": __version__},
     )
-    env.filters.update(num=_num, cost=_cost, grade=grade, url=_url)
-    env.globals["version"] = __version__
-    return env
 
 
 @cache

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from loom_sim.machines.engine import MACHINES, MachineSpec, Transition
+from loom_sim.machines.engine import MACHINES, MachineSpec
+from loom_sim.machines.engine import transition as _t
 
 ACTIVE = ("open", "exchange", "check", "extract")
 STATES = (*ACTIVE, "closed", "error")
@@ -30,12 +31,6 @@ class Trigger(StrEnum):
     CAPPED = "capped"
     CARDED = "carded"
     FAIL = "fail"
-
-
-def _t(
-    trigger: Trigger, source: str | tuple[str, ...], dest: str, when: str = ""
-) -> Transition[Trigger]:
-    return Transition(trigger, (source,) if isinstance(source, str) else source, dest, when)
 
 
 CRUX_ROOM = MACHINES.add(

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from loom_sim.machines.engine import MACHINES, MachineSpec, Transition
+from loom_sim.machines.engine import MACHINES, MachineSpec
+from loom_sim.machines.engine import transition as _t
 
 ACTIVE = ("init", "assign", "speak", "commit", "detect", "room")
 STATES = (*ACTIVE, "done", "error")
@@ -35,12 +36,6 @@ class Trigger(StrEnum):
     NEXT_ROOM = "next_room"
     FINISH = "finish"
     FAIL = "fail"
-
-
-def _t(
-    trigger: Trigger, source: str | tuple[str, ...], dest: str, when: str = ""
-) -> Transition[Trigger]:
-    return Transition(trigger, (source,) if isinstance(source, str) else source, dest, when)
 
 
 DEBATE = MACHINES.add(

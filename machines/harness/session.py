@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from loom_sim.machines.engine import MACHINES, MachineSpec, Transition
+from loom_sim.machines.engine import MACHINES, MachineSpec
+from loom_sim.machines.engine import transition as _t
+
+from loom_sim.core import stops as core_stops
 
 ACTIVE = (
     "init",
@@ -45,7 +48,7 @@ class Trigger(StrEnum):
     FAIL = "fail"
 
 
-class StopReason(StrEnum):
+class StopReason(core_stops.StopReason):
     """Why a session ended: every way out of ``score_checkpoint``, ``plan_turn`` and ``error``."""
 
     SUCCESS = "success"
@@ -55,10 +58,6 @@ class StopReason(StrEnum):
     CONSECUTIVE_FAILURES = "consecutive_failures"
     ADAPTER_FATAL = "adapter_fatal"
     USER_GAVE_UP = "user_gave_up"
-
-
-def _t(trigger: Trigger, source: str | tuple[str, ...], dest: str, when: str = "") -> Transition:
-    return Transition(trigger, (source,) if isinstance(source, str) else source, dest, when)
 
 
 HARNESS = MACHINES.add(

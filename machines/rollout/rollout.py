@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from loom_sim.machines.engine import MACHINES, MachineSpec, Transition
+from loom_sim.machines.engine import MACHINES, MachineSpec
+from loom_sim.machines.engine import transition as _t
 
 ACTIVE = ("init", "plan", "act", "observe", "monitor", "score")
 STATES = (*ACTIVE, "done", "error")
@@ -30,10 +31,6 @@ class Trigger(StrEnum):
     FINISH = "finish"
     TURN_FAILED = "turn_failed"
     FAIL = "fail"
-
-
-def _t(trigger: Trigger, source: str | tuple[str, ...], dest: str, when: str = "") -> Transition:
-    return Transition(trigger, (source,) if isinstance(source, str) else source, dest, when)
 
 
 ROLLOUT = MACHINES.add(

@@ -34,7 +34,7 @@ from loom_sim.store.records import (
     Transcript,
     TurnRecord,
 )
-from loom_sim.store.run_file import RunRecord, read_run
+from loom_sim.store.run_file import RunRecord, placeholder_transcript, read_run
 
 REPORT_VERSION = "1"
 EMBEDDED_JUDGE = "local/smollm2"
@@ -81,31 +81,14 @@ def persona_scorers(names: list[str]) -> list[str]:
 
 def partial_transcript(rollout_dir: Path, record: RunRecord | None = None) -> Transcript:
     """A rollout still running (or killed) has only ``turns.jsonl``: shown as ``incomplete``."""
-    run = record.data() if record is not None else {}
-    records = read_turns(rollout_dir / TURNS_FILE)
     digits = rollout_dir.name.rpartition("_")[2]
-    started = records[0].started_at if records else 0.0
-    ended = records[-1].ended_at if records else 0.0
-    return Transcript(
-        rollout=rollout_dir.name,
-        index=int(digits) if digits.isdigit() else 0,
-        seed=int(run.get("seed") or 0),
+    return placeholder_transcript(
+        rollout_dir.name,
+        int(digits) if digits.isdigit() else 0,
+        record,
         status="incomplete",
-        stop_reason=None,
-        stop_detail="no transcript.json yet: the rollout is running or was interrupted",
-        error=None,
-        persona=str(_get(run, "config", "persona", "identity", "name") or "?"),
-        config=str(run.get("config_name") or "?"),
-        models=dict(run.get("models") or {}),
-        template_version=str(run.get("template_version") or ""),
-        opener="",
-        opening=None,
-        turns=records,
-        usage={},
-        cost_usd=None,
-        started_at=started,
-        ended_at=ended,
-        duration_s=ended - started,
+        detail="no transcript.json yet: the rollout is running or was interrupted",
+        turns=read_turns(rollout_dir / TURNS_FILE),
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from loom_sim.core.html import html_environment
 from loom_sim.rollout.report.markdown import (
     event_text,
     excerpt,
@@ -274,29 +275,24 @@ def gapgrade(gap: float | None) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("loom_sim.rollout.report", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    return html_environment(
+        "loom_sim.rollout.report",
+        filters={
+            "fmt": fmt,
+            "signed": signed,
+            "spread": spread,
+            "value_range": value_range,
+            "excerpt": excerpt,
+            "grade": grade,
+            "plural": plural,
+            "gapgrade": gapgrade,
+            "spans": spans_text,
+            "event": event_text,
+            "stop": rollout_line,
+            "shown": shown,
+        },
         keep_trailing_newline=True,
     )
-    env.filters.update(
-        fmt=fmt,
-        signed=signed,
-        spread=spread,
-        value_range=value_range,
-        excerpt=excerpt,
-        grade=grade,
-        plural=plural,
-        gapgrade=gapgrade,
-        spans=spans_text,
-        event=event_text,
-        stop=rollout_line,
-        shown=shown,
-    )
-    return env
 
 
 def render_html(data: dict[str, Any]) -> str:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Protocol
+
+from loom_sim.core.progress import LiveTable
 
 
 class ProgressSink(Protocol):
@@ -95,37 +98,24 @@ class _Row:
         return (self.ended if self.ended is not None else time.monotonic()) - self.started
 
 
-class RichProgress:
+class RichProgress(LiveTable):
     """A live table, one row per rollout: turn k/n, phase, tokens, cost, elapsed, status.
 
     It is drawn four times a second from the rows' state, so the elapsed column ticks while
     a slow model call is in flight instead of jumping at each turn's end.
     """
 
+    title = "loom-sim run"
+    columns = ("rollout", "turn", "phase", "tokens", "cost", "elapsed", "status")
+    left = frozenset({"rollout", "turn", "phase", "status"})
+
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.live import Live
-
+        super().__init__()
         self._rows: dict[str, _Row] = {}
-        self._live = Live(self, console=Console(stderr=True), refresh_per_second=4, transient=False)
 
-    def __enter__(self) -> RichProgress:
-        self._live.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._live.stop()
-
-    def __rich__(self):
-        from rich.table import Table
-
-        table = Table(title="loom-sim run", expand=False)
-        for column in ("rollout", "turn", "phase", "tokens", "cost", "elapsed", "status"):
-            table.add_column(
-                column, justify="right" if column in ("tokens", "cost", "elapsed") else "left"
-            )
+    def rows(self) -> Iterable[Sequence[str]]:
         for name, row in self._rows.items():
-            table.add_row(
+            yield (
                 name,
                 f"{row.turn}/{row.turns}",
                 row.phase,
@@ -134,7 +124,6 @@ class RichProgress:
                 f"{row.elapsed:.1f}s",
                 row.status,
             )
-        return table
 
     def rollout_started(self, rollout: str, turns: int, done: int) -> None:
         self._rows[rollout] = _Row(turns=turns, turn=done)
@@ -154,4 +143,4 @@ class RichProgress:
             if row.ended is None:
                 row.ended = time.monotonic()
                 row.status = "interrupted"
-        self._live.refresh()
+        self.refresh()

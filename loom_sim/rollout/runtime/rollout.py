@@ -451,7 +451,7 @@ class Rollout:
             index=spec.index,
             seed=spec.seed,
             status="error" if error is not None else "done",
-            stop_reason=stop.reason if stop else None,
+            stop_reason=stop.reason.value if stop else None,
             stop_detail=stop.detail if stop else None,
             error=error,
             persona=self._config.persona_name,

@@ -8,17 +8,24 @@ people; the first that holds wins, checked in that order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from loom_sim.assembler import Assembler
 from loom_sim.config.spec import LoomConfig, TrajectoryMode
+from loom_sim.core.stops import Stop as CoreStop
+from loom_sim.core.stops import StopReason
 from loom_sim.rollout.runtime.budget import RunBudget
 
 
-@dataclass(frozen=True)
-class Stop:
-    reason: str  # max_turns | phase_gated_end | cost_budget | runtime_budget | consecutive_failures
-    detail: str
+class RolloutStopReason(StopReason):
+    """Why a rollout ended (its transcript's ``stop_reason``)."""
+
+    MAX_TURNS = "max_turns"
+    PHASE_GATED_END = "phase_gated_end"
+    COST_BUDGET = "cost_budget"
+    RUNTIME_BUDGET = "runtime_budget"
+    CONSECUTIVE_FAILURES = "consecutive_failures"
+
+
+Stop = CoreStop[RolloutStopReason]  # why a rollout ended: a rollout reason and a sentence
 
 
 class StopRules:
@@ -31,13 +38,13 @@ class StopRules:
     def before_start(self, done: int) -> Stop | None:
         """A resumed rollout that already has all its turns."""
         if done >= self._turns:
-            return Stop("max_turns", f"{done} of {self._turns} turns")
+            return Stop(RolloutStopReason.MAX_TURNS, f"{done} of {self._turns} turns")
         return None
 
     def after_turn(self, done: int, fired: dict[str, int]) -> Stop | None:
         """After ``done`` turns are recorded, with these trigger phases fired."""
         if done >= self._turns:
-            return Stop("max_turns", f"{done} of {self._turns} turns")
+            return Stop(RolloutStopReason.MAX_TURNS, f"{done} of {self._turns} turns")
         trajectory = self._config.trajectory
         last = trajectory.phases[-1]
         if trajectory.mode is not TrajectoryMode.FIXED_LENGTH and last.end_condition is not None:
@@ -48,16 +55,18 @@ class StopRules:
                 and done >= final.end
             ):
                 return Stop(
-                    "phase_gated_end", f"the last phase {last.name!r} ended at turn {done - 1}"
+                    RolloutStopReason.PHASE_GATED_END,
+                    f"the last phase {last.name!r} ended at turn {done - 1}",
                 )
         exceeded = self._budget.exceeded()
-        return Stop(*exceeded) if exceeded else None
+        return Stop(RolloutStopReason(exceeded[0]), exceeded[1]) if exceeded else None
 
     def after_failure(self, in_a_row: int, last_error: str) -> Stop | None:
         """After a turn that got no usable reply, ``in_a_row`` such turns so far."""
         limit = self._config.conversation.max_consecutive_failures
         if in_a_row >= limit:
             return Stop(
-                "consecutive_failures", f"{in_a_row} failed turns in a row (last: {last_error})"
+                RolloutStopReason.CONSECUTIVE_FAILURES,
+                f"{in_a_row} failed turns in a row (last: {last_error})",
             )
         return None

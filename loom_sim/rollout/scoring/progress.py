@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+from loom_sim.core.progress import LiveTable
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 class ScoreProgress(Protocol):
@@ -104,24 +110,17 @@ class PlainScoreProgress:
         )
 
 
-class RichScoreProgress:
+class RichScoreProgress(LiveTable):
     """A live table, one row per scorer: turns judged of how many, failures; and a title with
     the turns done over all rollouts, elapsed and remaining (recomputed at every refresh, so
     the clock moves while a slow judge call is in flight)."""
 
+    columns = ("scorer", "turns judged", "without a score")
+    left = frozenset({"scorer"})
+
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.live import Live
-
+        super().__init__()
         self._tally = _Tally()
-        self._live = Live(self, console=Console(stderr=True), refresh_per_second=4)
-
-    def __enter__(self) -> RichScoreProgress:
-        self._live.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._live.stop()
 
     def planned(self, rollout: str, turns: int, per_scorer: dict[str, int]) -> None:
         self._tally.plan(turns, per_scorer)
@@ -129,9 +128,12 @@ class RichScoreProgress:
     def turn_scored(self, rollout: str, scorers: list[str], failed: list[str]) -> None:
         self._tally.scored(scorers, failed)
 
-    def __rich__(self):
+    def rows(self) -> Iterable[Sequence[str]]:
+        for name, (done, of, failed) in self._tally.per_scorer.items():
+            yield (name, f"{done}/{of}", str(failed))
+
+    def framed(self, table: Table) -> Any:
         from rich.console import Group
-        from rich.table import Table
         from rich.text import Text
 
         tally = self._tally
@@ -139,9 +141,4 @@ class RichScoreProgress:
             f"loom-sim score · {tally.done}/{tally.turns} turns · "
             f"{clock(tally.elapsed)} elapsed · ~{clock(tally.remaining())} left"
         )
-        table = Table(expand=False)
-        for column in ("scorer", "turns judged", "without a score"):
-            table.add_column(column, justify="left" if column == "scorer" else "right")
-        for name, (done, of, failed) in tally.per_scorer.items():
-            table.add_row(name, f"{done}/{of}", str(failed))
         return Group(Text(title, style="italic"), table)
