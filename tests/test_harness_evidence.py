@@ -6,6 +6,7 @@ OpenAI-compatible server on loopback that answers with small talk."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,8 @@ def shipped_with_chat_target(tmp_path: Path, url: str) -> Path:
         "model": "small-talk",
         "offers_abilities": True,
     }
-    (tmp_path / "studio_benchmarks").symlink_to(SHIPPED.parent / "studio_benchmarks")
+    # a copy, not a link: a pack's inputs must lie inside its own folder
+    shutil.copytree(SHIPPED.parent / "studio_benchmarks", tmp_path / "studio_benchmarks")
     path = tmp_path / "pack.json"
     path.write_text(json.dumps(pack))
     return path

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from loom_sim.core.header import plan_header, redact_argv, redact_url
+from tests.harness_support import toy_pack
 
 SECRET_URL = "http://user:s3cret@127.0.0.1:9/v1"
 
@@ -30,11 +31,8 @@ COMMANDS = {
         + ["-n", "1", "--mode", "static"],
         "probe.json",
     ),
-    "harness": (
-        ["harness", "run", "studio_benchmarks", "--target", "studio-canned"]
-        + ["--model", "user=openai/x"],
-        "harness.json",
-    ),
+    # a pack without a cost cap: one with a cap refuses an unpriced model before it starts
+    "harness": (["harness", "run", "{toy_pack}", "--model", "user=openai/x"], "harness.json"),
     "debate": (
         ["debate", "planted_horizon", "--model", "cheap=openai/x", "--model", "strong=openai/x"]
         + ["-n", "2"],
@@ -55,6 +53,7 @@ def test_redaction_takes_credentials_and_queries_out_of_every_url():
 @pytest.mark.parametrize("system", sorted(COMMANDS))
 def test_no_file_of_any_system_holds_the_password_of_its_base_url(tmp_path, system):
     args, record = COMMANDS[system]
+    args = [str(toy_pack(tmp_path / "pack")) if a == "{toy_pack}" else a for a in args]
     out = tmp_path / system
     loom = str(Path(sys.executable).parent / "loom-sim")
     result = subprocess.run(

@@ -260,7 +260,7 @@ async def test_runs_and_serve_say_running_not_resumable_for_a_folder_in_use(part
         assert going.holder == other.pid
         app = create_app(results, poll_s=0.05, lifetime=5)
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             listed = (await http.get("/")).text
             page = (await http.get("/run/going")).text
         assert '<span class="muted">running</span>' in listed and "resumable" not in listed

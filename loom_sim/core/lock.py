@@ -148,8 +148,9 @@ def _acquire(folder: Path) -> tuple[int, int]:
             folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as err:
+            reason = (err.strerror or str(err)).lower()
             raise LoomError(
-                f"{folder}: cannot create its lock file {LOCK_FILE} ({err.strerror})"
+                f"cannot write {folder}: {reason} (its lock file {LOCK_FILE} cannot be created)"
             ) from None
         for _ in range(3):  # a holder that ends between the two calls: try again
             try:

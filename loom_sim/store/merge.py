@@ -54,6 +54,7 @@ _RUN_VOLATILE = frozenset(
     {
         "created_at",
         "argv",
+        "header",  # when and by which command line, as above (its seed is the record's)
         "shard",
         "executions",
         "versions",
@@ -67,6 +68,7 @@ _MATRIX_VOLATILE = frozenset(
     {
         "created_at",
         "argv",
+        "header",  # when and by which command line, as above (its seed is the record's)
         "shard",
         "executions",
         "versions",
@@ -132,8 +134,15 @@ def merge_shards(
             write_json(output / arm.key / RUN_FILE, plans[arm.key])
     for cell in cells:
         _copy_cell(cell, owner, count, output, merged)
+    header = first.header and msgspec.structs.replace(
+        first.header, command=_unsharded(first.header.command)
+    )
     whole = msgspec.structs.replace(
-        first, shard=None, executions=_executions(records), argv=_unsharded(first.argv)
+        first,
+        shard=None,
+        executions=_executions(records),
+        argv=_unsharded(first.argv),
+        header=header,
     )
     write_json(output / RUN_FILE, whole)  # last: a folder with run.json has every cell copied
     return merged
