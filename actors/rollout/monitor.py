@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, overload
 
 import trio
-from loom_sim.rollout.actors import monitor_meaning as meaning
 from loom_sim.actors.base import Actor, ActorContext, JudgeLine
+from loom_sim.rollout.actors import monitor_meaning as meaning
 
 from loom_sim.assembler.revelations import FALLBACK, RevelationTracker
 from loom_sim.config.spec import EmbeddingBackend as BackendName
