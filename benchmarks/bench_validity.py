@@ -41,10 +41,10 @@ def rows(embedded: bool = False) -> list[dict[str, Any]]:
 
 def main() -> None:
     table = rows(embedded="--embedded" in sys.argv)
-    print(f"{'system':<9} {'detector':<24} {'path':<14} {'n':>4} {'precision':>10} {'recall':>7}")
+    print(f"{'system':<9} {'detector':<44} {'path':<14} {'n':>4} {'precision':>10} {'recall':>7}")
     for row in table:
         print(
-            f"{row['system']:<9} {row['detector']:<24} {row['path']:<14} {row['n']:>4} "
+            f"{row['system']:<9} {row['detector']:<44} {row['path']:<14} {row['n']:>4} "
             f"{row['precision']:>10.2f} {row['recall']:>7.2f}"
         )
 
