@@ -29,21 +29,22 @@ async def revealed(
     config: LoomConfig, embedder: Embedder | None, text: str, made: Collection[str]
 ) -> list[RevelationEvidence]:
     """The revelations ``text`` makes that are not in ``made``: by meaning with the embedding
-    service (the sentences and the variants in one request; the variants' vectors are cached
-    after the first), else by the word test."""
-    options = revelations.variants(config, made)
-    if not options:
-        return []
-    pieces = revelations.spans(text)
-    if embedder is not None and pieces:
-        got = await embedder.request(Embed(texts=[*pieces, *(w for _, _, w in options)]))
-        if got.vectors is not None:
-            import numpy as np
+    service (:func:`revelations.by_meaning`: the sentences and the variants in one request, the
+    variants' vectors cached after the first; a second and third only when a sentence is near
+    a variant), else by the word test."""
+    if embedder is not None and revelations.variants(config, made):
+        asking = revelations.by_meaning(config, text, made)
+        try:
+            texts = next(asking)
+            while True:
+                got = await embedder.request(Embed(texts=texts))
+                if got.vectors is None:
+                    break  # the model could not be loaded: the word test decides
+                import numpy as np
 
-            vectors = np.asarray(got.vectors)
-            return revelations.by_meaning(
-                config, text, vectors[: len(pieces)], vectors[len(pieces) :], made
-            )
+                texts = asking.send(np.asarray(got.vectors))
+        except StopIteration as done:
+            return done.value
     return revelations.by_words(config, text, made)
 
 
