@@ -258,6 +258,17 @@ def test_the_detectors_measure_what_the_report_says_and_the_deterministic_ones_c
     assert by_name["revelation"]["recall"] > 5 * by_name["revelation[fallback]"]["recall"]
 
 
+def test_the_signals_doc_states_the_figures_the_report_prints():
+    """docs/signals.md's table names each measured detector; its row shows the same figures."""
+    text = (ROOT / "docs" / "signals.md").read_text(encoding="utf-8")
+    for name, shown in validity.MEASURED.items():
+        (row,) = [
+            line for line in text.splitlines() if line.startswith("|") and f"`{name}`" in line
+        ]
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[-2:] == [f"{shown['precision']:.2f}", f"{shown['recall']:.2f}"], name
+
+
 async def test_where_the_config_asks_the_judge_confirms_each_revelation_with_a_quote(tmp_path):
     data = load_config(MANIA).model_dump(mode="json")
     data["interaction"]["revelation_judge"] = True
