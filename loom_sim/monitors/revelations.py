@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 #: Score (all-MiniLM-L6-v2 cosine, discounted for shared words) at which a sentence says a
 #: variant. Set on the labelled set alone (tests/data/validity/loom_revelation.jsonl), at the
-#: highest bar that finds 0.90 of its revelations: docs/signals.md shows the cost on the held out.
+#: highest bar that finds 0.90 of its revelations; docs/signals.md shows what that costs on the
+#: held-out set.
 SIMILARITY = 0.43
 #: Cosine of two single words at which a sentence counts as sharing the variant's word (slept
 #: and sleeping, commit and commits, psychiatrist and doctor): what the discount takes out.
