@@ -111,11 +111,8 @@ def _revelations(
         config = load_config(ROOT / "configs" / "examples" / f"{row['config']}.yaml")
         options = revelations.variants(config)
         topics = list(dict.fromkeys(topic for topic, _, _ in options))
-        variant_vectors = backend.vectors([text for _, _, text in options])
         text, wanted = row["text"], set(row["topics"])
-        found = revelations.by_meaning(
-            config, text, backend.vectors(revelations.spans(text)), variant_vectors
-        )
+        found = revelations.decide(revelations.by_meaning(config, text), backend.vectors)
         said = {e.topic for e in found}
         by_words = {e.topic for e in revelations.by_words(config, text)}
         for topic in topics:

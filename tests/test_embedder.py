@@ -263,11 +263,10 @@ async def test_nothing_is_embedded_twice_and_the_accepted_candidate_keeps_its_ve
             # asked for by the candidate check; the checks by meaning (a capitulation clause,
             # a revelation sentence) may ask for the same text again: the cache answers them
             assert asked.count(turn.persona) >= 1
-    # before min_turn nothing waited: every text came as a prefetch
-    early = {t.persona for t in transcript.turns[:9]} | {
-        t.interlocutor for t in transcript.turns[:9]
-    }
-    assert early <= set(told)
+    # before min_turn no verdict waited: the window's texts came as prefetches, or (the
+    # persona's) with the request its check made for the checks by meaning
+    assert {t.interlocutor for t in transcript.turns[:9]} <= set(told)
+    assert {t.persona for t in transcript.turns[:9]} <= set(told) | set(asked)
 
 
 def _config_file(tmp_path: Path, **stagnation) -> Path:
@@ -375,3 +374,35 @@ async def test_a_failed_rollout_leaves_the_others_and_the_service_running(tmp_pa
     assert results[0].status == "error" and len(results[0].turns) == 5
     assert results[1].status == "done" and len(results[1].turns) == 12
     assert after.vectors.shape == (1, 384) and spy.active == 0
+
+
+async def test_a_check_and_the_observation_after_it_wait_on_one_request(tmp_path):
+    """Each request waits out the service's batching window and a model call, so the monitor
+    asks once per check for everything the check and the observation after it compare: the
+    window and the candidate, the candidate's clauses (capitulation by meaning) and sentences
+    (revelations). The observation asks again only when a sentence comes near a variant (the
+    shared words, then the rest): at most two more."""
+    config = marcus(min_turn=10, cooldown=4)
+    spy = Spy()
+    asked: list[list[str]] = []
+    async with embedder.running(load=spy.load) as service:
+        real_request = service.request
+
+        async def request(body):
+            asked.append(list(body.texts))
+            return await real_request(body)
+
+        service.request = request
+        models = fakes(persona=scripted(VARIED), interlocutor=scripted(ASSISTANT))
+        transcript = await Rollout(
+            spec_for(tmp_path, config, 16),
+            models_of(models),
+            RunBudget(),
+            NullProgress(),
+            embedder=service,
+        ).run()
+    assert transcript.status == "done"
+    checks = sum(t.persona_attempts for t in transcript.turns)
+    words = [texts for texts in asked if all(" " not in t for t in texts)]  # near a variant
+    assert len(asked) - 2 * len(words) <= checks
+    assert len(words) < len(transcript.turns) // 2

@@ -247,11 +247,26 @@ def test_the_detectors_measure_what_the_report_says_and_the_deterministic_ones_c
             shown["precision"],
             shown["recall"],
         ), name
-    for name in ("loop_after_redirect", "loop_after_redirect[fallback]", "capitulation"):
+    for name in (
+        "loop_after_redirect",
+        "loop_after_redirect[fallback]",
+        "revelation",
+        "capitulation",
+    ):
         assert by_name[name]["precision"] >= 0.90 and by_name[name]["recall"] >= 0.90, name
     # by meaning, the revelation check finds most paraphrases the word test missed
     assert by_name["revelation"]["recall"] > 5 * by_name["revelation[fallback]"]["recall"]
-    assert by_name["revelation"]["precision"] >= 0.90
+
+
+def test_the_signals_doc_states_the_figures_the_report_prints():
+    """docs/signals.md's table names each measured detector; its row shows the same figures."""
+    text = (ROOT / "docs" / "signals.md").read_text(encoding="utf-8")
+    for name, shown in validity.MEASURED.items():
+        (row,) = [
+            line for line in text.splitlines() if line.startswith("|") and f"`{name}`" in line
+        ]
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[-2:] == [f"{shown['precision']:.2f}", f"{shown['recall']:.2f}"], name
 
 
 async def test_where_the_config_asks_the_judge_confirms_each_revelation_with_a_quote(tmp_path):
@@ -275,7 +290,9 @@ async def test_where_the_config_asks_the_judge_confirms_each_revelation_with_a_q
     (evidence,) = records[10].revelation_evidence
     assert evidence.judge == "I slept a full night" and evidence.method == "embedding"
     asked = [c for c in models["judge"].calls if "in any words" in c.messages[-1].content]
-    assert len(asked) == 4  # one per revelation found by meaning
+    # one per revelation found by meaning and not yet made: action plans twice, since the
+    # judge did not confirm it at 17 and "I want to talk to a journalist" (23) says it again
+    assert len(asked) == 5
     assert records[10].usage["judge"].input_tokens > 0  # charged to the judge
     # unconfirmed, the discovery is still to be made: the prompt offers it again
     assert "the_discovery" in {

@@ -14,11 +14,14 @@ unused revelation), each escalation one level up, and one that goes out of retri
 flagged by the rollout as "sent despite redirect".
 
 Embeddings come from the run's embedding service (``loom_sim.actors.embedder``), batched with
-the other rollouts' texts. A verdict waits for vectors only when one could fire: before
-``min_turn`` nothing is embedded for the check, and a committed exchange is only *prefetched*
-for the window (embedded when the service is free). What a committed message reveals is
-waited for while revelations remain to be made: its sentences in one request, the variants'
-vectors cached after the first. The accepted candidate keeps the vector it was checked with.
+the other rollouts' texts. Each request waits out the service's batching window, so a check
+makes one (``_ahead``) for everything it and the observation after it compare, held for the
+turn (``monitor_meaning.HeldVectors``): the window's missing texts and the candidate when a
+verdict could fire (not before ``min_turn``), its clauses for capitulation by meaning, its
+sentences and the variants (held for the rollout) while revelations remain to be made. The
+observation asks again only when a sentence comes near a variant; the interlocutor's message is
+only *prefetched* for the window (embedded when the service is free). The accepted candidate
+keeps the vector it was checked with.
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ from loom_sim.messages import (
     LOOP_CHECK,
     Body,
     CheckCandidate,
-    Embed,
     MonitorEvent,
     Observation,
     Observe,
@@ -49,7 +51,9 @@ from loom_sim.messages import (
 )
 from loom_sim.plugins.actors import actor
 from loom_sim.rollout.monitors.capitulation import CapitulationCheck
+from loom_sim.rollout.monitors.concession import exemplars
 from loom_sim.rollout.monitors.repetition import RepetitionGuard, vary_instruction
+from loom_sim.rollout.monitors.revelations import variants
 from loom_sim.store.records import TurnRecord
 
 if TYPE_CHECKING:
@@ -137,6 +141,9 @@ class MonitorActor(Actor):
         self._stagnation.restore([(r.turn, r.persona, r.interlocutor) for r in records])
         # Vectors come from the embedding service when there is one and the model loaded.
         self._embedder = embedder if stagnation.backend is BackendName.EMBEDDING else None
+        lasting = [w for _, _, w in variants(config)]
+        lasting += exemplars(self._guard.capitulation.phrases)
+        self._vectors = meaning.HeldVectors(self._embedder, lasting) if self._embedder else None
 
     @classmethod
     def from_context(cls, context: ActorContext) -> MonitorActor:
@@ -158,10 +165,12 @@ class MonitorActor(Actor):
 
     async def _check(self, request: CheckCandidate) -> Verdict:
         findings = self._guard.check(request.text, list(self._recent))
-        if not any(f.monitor == "capitulation" for f in findings):
-            phrases = self._guard.capitulation.phrases
-            if self._embedder is not None and phrases:  # while the persona is told them
-                findings = await meaning.gave_in(self._embedder, phrases, request.text) + findings
+        phrases = self._guard.capitulation.phrases  # while the persona is told them
+        by_meaning = bool(phrases) and not any(f.monitor == "capitulation" for f in findings)
+        if self._vectors is not None and self._embedder is not None:
+            await self._vectors(self._ahead(request, phrases if by_meaning else ()))
+        if by_meaning and self._vectors is not None and self._embedder is not None:
+            findings = await meaning.gave_in(self._vectors, phrases, request.text) + findings
         events = [
             MonitorEvent(
                 monitor=finding.monitor,
@@ -179,6 +188,17 @@ class MonitorActor(Actor):
         return Verdict(
             accepted=False, events=events + looped, vary=vary, redirect=redirect, offered=offered
         )
+
+    def _ahead(self, request: CheckCandidate, phrases: Sequence[str]) -> list[str]:
+        """Every text this check and the observation after it (if the candidate is sent) will
+        ask vectors for, so that one request serves them: the candidate's clauses (for
+        capitulation by meaning), the stagnation window's missing texts and the candidate (when
+        a verdict will be asked), its sentences and the variants (for the revelations)."""
+        texts = meaning.capitulation_texts(phrases, request.text) if phrases else []
+        monitor = self._stagnation
+        if monitor.after_trigger(request.turn) or not monitor.quiet(request.turn):
+            texts += [*monitor.missing(), request.text]
+        return texts + meaning.revelation_texts(self._config, request.text, self._made)
 
     async def _redirect(
         self, request: CheckCandidate
@@ -256,9 +276,8 @@ class MonitorActor(Actor):
 
     async def _observe(self, exchange: Observe) -> Observation:
         self._recent.append(exchange.persona)
-        revealed = await meaning.revealed(
-            self._config, self._embedder, exchange.persona, self._made
-        )
+        vectors = self._vectors if self._embedder is not None else None
+        revealed = await meaning.revealed(self._config, vectors, exchange.persona, self._made)
         revealed, usage = await meaning.confirmed(self._config, self._judge, exchange, revealed)
         for evidence in revealed:
             self._made.add(evidence.topic)
@@ -267,10 +286,14 @@ class MonitorActor(Actor):
             monitor = self._stagnation
             monitor.add(exchange.turn, exchange.persona, exchange.interlocutor)
             if self._embedder is not None:  # embedded while the next turn talks to its models
+                if self._vectors is not None:
+                    monitor.supply(self._vectors.held)  # the candidate's, from its check
                 lacking = monitor.missing()
                 fresh = [t for t in (exchange.persona, exchange.interlocutor) if t in lacking]
                 if fresh:
                     self._embedder.tell(Prefetch(texts=fresh))
+        if self._vectors is not None:
+            self._vectors.end_turn()
         return Observation(revealed=revealed, judge_usage=usage)
 
     @overload
@@ -295,13 +318,13 @@ class MonitorActor(Actor):
         # config does) must not load numpy and the similarity backends.
         from loom_sim.signals.embedding import TfidfBackend, load_backend
 
-        if self._embedder is not None:
+        if self._embedder is not None and self._vectors is not None:
             texts = [*monitor.missing(), text]
-            got = await self._embedder.request(Embed(texts=texts))
-            if got.vectors is not None:
+            vectors = await self._vectors(texts)
+            if vectors is not None:
                 if not monitor.embeds:
                     monitor.use(_FromService())
-                table = dict(zip(texts, got.vectors, strict=True))
+                table = dict(zip(texts, vectors, strict=True))
                 monitor.supply(table)
                 if recheck:
                     return monitor.recheck(turn, text, table[text])

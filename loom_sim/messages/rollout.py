@@ -167,8 +167,9 @@ class CheckCandidate(Request[Verdict], frozen=True):
 
 class RevelationEvidence(msgspec.Struct, frozen=True):
     """Why a persona message counts as making a revelation: the variant it says, in which
-    sentence, how close (cosine of the sentence and the variant, or the share of the variant's
-    words for ``method`` "words"), and whether a judge confirmed it."""
+    sentence, how close (for ``method`` "embedding" the score: the cosine of the sentence and
+    the variant, discounted for the words they share; for "words" the share of the variant's
+    words), and whether a judge confirmed it."""
 
     topic: str
     variant: str
@@ -177,6 +178,8 @@ class RevelationEvidence(msgspec.Struct, frozen=True):
     method: str  # "embedding" | "words"
     threshold: float = 0.0
     judge: str | None = None  # the judge's quote when one confirmed it
+    cosine: float | None = None  # "embedding": the cosine before the discount
+    shared: tuple[str, ...] = ()  # "embedding": the sentence's words the variant shares
 
 
 class Observation(Body, frozen=True):
