@@ -135,9 +135,8 @@ async def confirmed(
 
 
 async def gave_in(vectors: Vectors, phrases: Sequence[str], text: str) -> list[Finding]:
-    """Capitulation by meaning (:mod:`loom_sim.rollout.monitors.concession`): the clauses of
-    ``text``
-    close to a listed phrase or a plain concession."""
+    """Capitulation by meaning (:mod:`loom_sim.rollout.monitors.concession`): the
+    clauses of ``text`` close to a listed phrase or a plain concession."""
     pieces = concession.clauses(text)
     if not pieces:
         return []
