@@ -4,9 +4,8 @@ A stagnation intervention tells the persona to "introduce new information: {next
 revelation}". The next one comes from the current phase, then from earlier phases — never from
 a later phase, whose content the trajectory has not allowed yet. A revelation counts as used
 once an intervention has offered it, or once the persona has made it — which the monitor
-decides by meaning (``loom_sim.rollout.monitors.revelations``); :func:`revealed_in` is the
-word-overlap
-test it falls back on without embeddings.
+decides by meaning (``loom_sim.rollout.monitors.revelations``); :func:`revealed_in` is
+the word-overlap test it falls back on without embeddings.
 """
 
 from __future__ import annotations
