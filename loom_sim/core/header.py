@@ -10,6 +10,7 @@ redacted when it was made.
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
 import sys
@@ -78,10 +79,17 @@ def redact_argv(argv: list[str] | None) -> list[str]:
 
 def versions() -> dict[str, str]:
     """Python, the platform and the libraries whose behaviour a record depends on."""
+    return dict(_versions())  # a copy: the caller may add to it
+
+
+@functools.cache
+def _versions() -> tuple[tuple[str, str], ...]:
+    # read once per process: each lookup parses a package's metadata file, and a record and
+    # its header both ask
     found = {"python": sys.version.split()[0], "platform": platform.platform()}
     for package in _LIBRARIES:
         try:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             found[package] = "not installed"
-    return found
+    return tuple(found.items())
