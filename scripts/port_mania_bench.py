@@ -3,7 +3,7 @@
 
     python scripts/port_mania_bench.py PROFILE.yaml... --schedule standard --output DIR
 
-The Loom plan asks for this script by name; it is `loom-sim port psychosis-bench` with the same
+This script is `loom-sim port psychosis-bench` with the same
 arguments, so both share one implementation (loom_sim.rollout.interop.port) and one error boundary.
 """
 

@@ -8,7 +8,7 @@ The first turns are the openings, one per persona in the deck's order; after the
 policy (:mod:`loom_sim.debate.speakers`) picks the speaker and the intent rule
 (:mod:`loom_sim.debate.intents`) the intent, both as data and both from the debate's seed and
 the turn number, so a resumed debate's moderator, rebuilt from ``messages.jsonl``, decides as
-the first one would have. The reply target is the last message said (the seed's rule).
+the first one would have. The reply target is the last message said.
 """
 
 from __future__ import annotations

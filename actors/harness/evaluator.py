@@ -1,7 +1,7 @@
 """The evaluator: how far the simulated user is from its goal, by the scenario's criteria.
 
-Protocol: ``Evaluate`` -> ``Evaluation``. A separate model role from the user (the seed's risk
-section: the actor must not grade itself). Measured criteria — artifacts, events, replies —
+Protocol: ``Evaluate`` -> ``Evaluation``. A separate model role from the user (an actor
+must not grade itself). Measured criteria — artifacts, events, replies —
 are counted in code from what the target produced; judged criteria go to the evaluator model
 through the judge call (:func:`loom_sim.judging.judge.judge`: fenced transcript, structured
 output, tolerant parsing, bounded retries). A judged criterion, once met, stays met: the user

@@ -1,6 +1,6 @@
 """The reflector: the simulated user's open pondering, one record per turn.
 
-Protocol: ``Reflect`` -> ``Reflected``. The record is exactly the seed's contract — turn,
+Protocol: ``Reflect`` -> ``Reflected``. The record is a fixed contract — turn,
 action_taken, observed_signals, what_worked, what_failed, open_questions, next_hypothesis,
 confidence 0..1 — and is schema-checked. The facts of the turn (which turn, what was done,
 what was observed) are filled in from the session, never from the model; the model writes the
@@ -210,6 +210,6 @@ class Reflector(Actor):
             **fields,
         }
         try:
-            return msgspec.convert(data, Reflection)  # the seed's schema, checked
+            return msgspec.convert(data, Reflection)  # the reflection's schema, checked
         except msgspec.ValidationError as exc:
             raise BadModelReply(f"the reflection breaks its schema: {exc}") from None

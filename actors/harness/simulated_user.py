@@ -7,7 +7,7 @@ how it felt about it.
 What the user is shown is what a real user would know: who they are, their project, their goal,
 the files they brought, the tools the job needs and the program's commands (its ``/help``),
 and the session so far. It never sees the success criteria, the scorecard or its weights: an
-actor that sees the rubric optimises the rubric (the seed's risk section).
+actor that sees the rubric optimises the rubric.
 
 The model answers in JSON (schema-constrained where the provider can), with the command name
 limited to the program's abilities. A reply that does not parse is asked for again; one that

@@ -3,7 +3,7 @@ of conversations.
 
 Reads loom-sim runs, rollouts or transcripts, and psychosis-bench result files. Formulaic turns
 are the repetition guard's findings run post hoc: with a loom-sim run's own patterns when its
-config names some, else loom-sim's defaults (the formulae the Loom plan documents).
+config names some, else loom-sim's defaults (the formulae docs/signals.md documents).
 """
 
 from __future__ import annotations

@@ -209,7 +209,7 @@ CurveSpec = Annotated[
 ]
 
 
-#: Each curve type's own settings: the keys the Loom plan's draft YAML writes *beside*
+#: Each curve type's own settings: the keys the draft config format writes *beside*
 #: ``curve`` (``curve: sigmoid`` with ``midpoint_pct: 0.5`` next to it), moved under it.
 CURVE_SETTINGS: dict[str, tuple[str, ...]] = {
     "linear": (),
@@ -237,7 +237,7 @@ def _expand_curve_shorthand(value: Any) -> Any:
 
 
 def normalise_curve_settings(dimension: Any) -> Any:
-    """The canonical form of a dimension written the Loom plan's way: the curve's settings
+    """The canonical form of a dimension written the draft format's way: the curve's settings
     beside ``curve`` move under it (``curve: {type: sigmoid, midpoint_pct: 0.5}``). Only the
     settings of the named curve type move; any other key stays and is reported where it is."""
     if not isinstance(dimension, dict):

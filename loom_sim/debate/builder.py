@@ -1,4 +1,4 @@
-"""The contract builder: persona contracts from a local corpus, by the seed's 9-call pipeline.
+"""The contract builder: persona contracts from a local corpus, by a 9-call pipeline.
 
 Per persona, from its local sources (:mod:`loom_sim.debate.corpus`):
 
@@ -108,9 +108,9 @@ class DeckHeader(Strict):
 
 class BuildSettings(Strict):
     max_posts: int = Field(
-        100, ge=1, le=10_000, description="Posts read per persona (the seed's 100)."
+        100, ge=1, le=10_000, description="Posts read per persona (100 by default)."
     )
-    max_feed_items: int = Field(20, ge=1, le=1000, description="Feed items read (the seed's 20).")
+    max_feed_items: int = Field(20, ge=1, le=1000, description="Feed items read (20 by default).")
     max_chars: int = Field(2000, ge=100, le=100_000, description="Characters kept per feed item.")
     relevant_posts: int = Field(50, ge=1, le=1000, description="Posts the relevance filter keeps.")
     relevant_items: int = Field(10, ge=1, le=1000, description="Other excerpts it keeps.")

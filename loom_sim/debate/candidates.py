@@ -1,6 +1,6 @@
 """The candidate registry: when a detected disagreement earns a crux room.
 
-The seed's rule, each condition checked and reported on its own (so a reader sees *which*
+The rule, each condition checked and reported on its own (so a reader sees *which*
 one held a room back, and a test can make each fail alone):
 
 1. **consecutive** — the same pair was detected in ``consecutive`` detection rounds in a row

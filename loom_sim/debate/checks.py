@@ -3,7 +3,7 @@ with the reasons — never silently dropped, as Faultline drops a reply that tri
 
 A message is checked against its **shape** (how many sentences, whether it must or must not be
 a question, whether it must name something specific, whether it opens by agreeing or
-refusing), the **hard-banned patterns** (the seed's list: "That's a great point", "as an AI",
+refusing), the **hard-banned patterns** (the default list: "That's a great point", "as an AI",
 "firstly", "in conclusion", "let's break this down", and the opening's "I think", "In my view",
 "Here's my take"), and the persona's **forbidden phrases**. Each failure is one sentence the
 model can act on ("it has 3 sentences; write exactly 1"), which is what the regeneration
@@ -137,7 +137,7 @@ class BannedPattern(Strict):
         )
 
 
-#: The seed's hard-banned patterns, and its opening turn's banned phrases.
+#: The hard-banned patterns, and the opening turn's banned phrases.
 HARD_BANNED = (
     BannedPattern(
         name="That's a great point",

@@ -2,7 +2,7 @@
 change their mind for — the behavioural specification a debater model is held to.
 
 A contract is data, validated here (pydantic; unknown keys are errors, each problem located at
-its ``file:line:col`` by the loader) and exported as JSON Schema. Besides the seed's fields it
+its ``file:line:col`` by the loader) and exported as JSON Schema. Besides its prose fields it
 carries a ``version`` and the ``corpus_hash`` of the material it was built from, so two
 debates can tell whether their personas were the same people.
 """
@@ -99,7 +99,7 @@ class AnchorExcerpt(Strict):
 
 
 class PersonaContract(Strict):
-    """The seed's six prose fields, the evidence policy and anchor quotes, versioned."""
+    """Six prose fields, the evidence policy and anchor quotes, versioned."""
 
     persona_id: str = Field(description="The persona this contract describes (its deck id).")
     version: str = Field(description="When the contract was built (ISO time) or a label.")

@@ -2,7 +2,7 @@
 
 Three kinds of source, each optional: RSS or Atom feeds (parsed by ``feedparser`` from the
 file's bytes, so nothing is ever fetched; HTML stripped, the first ``max_chars`` characters of
-each item kept, as the seed keeps the first 2000 of each post), a JSON list of short posts
+each item kept, 2000 by default), a JSON list of short posts
 (strings, or objects with ``text`` and optional ``date`` and ``url``), and plain text
 (paragraphs separated by blank lines). The excerpts are what anchor quotes must be found in,
 verbatim, and what the contract's ``corpus_hash`` is the hash of.

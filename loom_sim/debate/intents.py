@@ -4,7 +4,7 @@ Each intent is an instruction for the debater *and* a :class:`~loom_sim.debate.c
 its message must have — Faultline assigns intents by coin flips and never looks at what was
 said; here an ASK that does not end with a question is regenerated with that reason.
 
-Who gets which intent is a rule given as data (:class:`IntentRule`): the seed's by default —
+Who gets which intent is a rule given as data (:class:`IntentRule`): by default —
 the first three messages after the openings CLARIFY, then a 30 % chance of ASK, half of the
 rest EVIDENCE, else DISAGREE — drawn from a ``random.Random`` seeded with (debate seed, turn),
 so a resumed debate assigns the intents an uninterrupted one would have.
@@ -36,7 +36,7 @@ class IntentSpec(Strict):
     shape: Shape = Field(default_factory=Shape, description="What the message must look like.")
 
 
-#: The seed's instructions, each with the shape that makes it checkable.
+#: The default instructions, each with the shape that makes it checkable.
 INTENTS: dict[Intent, IntentSpec] = {
     Intent.AGREE: IntentSpec(
         instruction="Support their point. One sentence.", shape=Shape(opens="agreeing")

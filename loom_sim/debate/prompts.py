@@ -1,6 +1,6 @@
 """The debate's prompts, assembled from versioned templates (``templates/*.j2``).
 
-A debater's system prompt has three layers, as in the seed: the **contract** (who they are,
+A debater's system prompt has three layers: the **contract** (who they are,
 what they believe and would change their mind for, their anchor quotes), the **voice** (style,
 patterns, words, forbidden phrases, examples) and **tone calibration** (a short generic chat
 showing the register); in a crux room the room's mode is appended. Each turn's user prompt

@@ -1,4 +1,4 @@
-"""Which model each kind of call uses, how hot and how long: the seed's allocation as data.
+"""Which model each kind of call uses, how hot and how long: the default allocation as data.
 
 Faultline sends cheap, frequent, low-stakes calls (chat turns, detection, exit checks) to a
 small model and the calls whose quality matters (crux rooms, cards, building contracts) to a
@@ -43,7 +43,7 @@ def _check_spec(value: str) -> None:
         raise ValueError(str(err).rstrip(".")) from None
 
 
-#: The seed's table (section 8): role -> (tier, temperature, max tokens).
+#: The default table: role -> (tier, temperature, max tokens).
 DEFAULT_ROLES: dict[str, tuple[str, float, int]] = {
     "opening": ("cheap", 1.0, 200),
     "turn": ("cheap", 1.0, 200),

@@ -1,6 +1,6 @@
 """How a debate runs: budget, speaker policy, intents, checks, detection, crux rooms, models.
 
-Everything here has the seed's value as its default and may be set in a deck's ``debate:``
+Everything here has a default and may be set in a deck's ``debate:``
 section (a planted-crux deck names its scripted models there) or on the command line. The
 resolved settings are recorded in ``debate.json``; a resumed debate reads them from there.
 
@@ -39,7 +39,7 @@ class DraftSettings(Strict):
     )
     banned: list[BannedPattern] = Field(
         default_factory=lambda: list(HARD_BANNED),
-        description="Patterns no message may match (default: the seed's hard-banned list).",
+        description="Patterns no message may match (default: the hard-banned list).",
     )
 
 
@@ -126,7 +126,7 @@ class DebateSettings(Strict):
     intent_specs: dict[Intent, IntentSpec] = Field(
         strict=False,
         default_factory=dict,
-        description="Instructions and shapes replacing the seed's.",
+        description="Instructions and shapes replacing the defaults.",
     )
     drafts: DraftSettings = Field(default_factory=DraftSettings)
     detection: DetectionSettings = Field(default_factory=DetectionSettings)

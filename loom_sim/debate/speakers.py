@@ -12,7 +12,7 @@ is a pure function of the floor's history and the debate's seed, so:
 * a resumed debate rebuilds the floor from ``messages.jsonl`` and picks exactly the speakers
   an uninterrupted one would have.
 
-Orders: ``round_robin`` (the seed's: the deck's order, in turn), ``random`` (seeded per
+Orders: ``round_robin`` (the deck's order, in turn), ``random`` (seeded per
 turn), ``least_recent`` (whoever has waited longest), ``addressed`` (whoever the last message
 named, or else replied to; the fallback order when it addressed nobody who may speak).
 ``never_twice`` keeps one persona from speaking twice in a row; ``max_silence`` hands the

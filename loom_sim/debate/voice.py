@@ -3,7 +3,7 @@
 The second layer of a debater's prompt: a one-line chat-style hint, how they build an
 argument, their words, the phrases they would never use (checked on every message, not only
 asked for), and two or three examples. A persona without a profile speaks with the generic
-one, the seed's fallback.
+one, the fallback.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class VoiceProfile(Strict):
     )
 
 
-#: The seed's fallback for a persona with no profile of its own.
+#: The fallback for a persona with no profile of its own.
 GENERIC_VOICE = VoiceProfile(
     chat_style_hint="Be direct and specific. No hedging.",
     speech_patterns=["Lead with the claim, then the reason."],

@@ -1,11 +1,11 @@
-"""A session's bundle: the seed's artifact files, in one folder per scenario run.
+"""A session's bundle: its artifact files, in one folder per scenario run.
 
     <run>/<scenario>-<n>/
         session.json        resolved persona, scenario, policy, target, models, seeds, versions
         turns.jsonl         the commit log (one record per completed turn; resume reads it)
         setup.jsonl         each start of the target: greeting, setup lines
         transcript.jsonl    user_input / command / assistant_output records
-        reflections.jsonl   one reflection per turn, the seed's fields exactly
+        reflections.jsonl   one reflection per turn, its eight fields exactly
         events.jsonl        the target's events (and the adapter's notes), by turn
         scorecard.json      the six components and the gate
         summary.json        the compact outcome
@@ -48,7 +48,7 @@ def _line(data: Any) -> str:
 
 
 def reflection_record(reflection: Reflection) -> dict[str, Any]:
-    """The seed's eight fields, in the seed's order."""
+    """The eight fields, in their fixed order."""
     return {
         "turn": reflection.turn,
         "action_taken": reflection.action_taken,

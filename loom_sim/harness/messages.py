@@ -134,7 +134,7 @@ class StopTarget(Request[TargetStopped], frozen=True):
 
 
 class Reflection(msgspec.Struct, frozen=True):
-    """One turn's open pondering, exactly the seed's contract."""
+    """One turn's open pondering, a fixed contract."""
 
     turn: int
     action_taken: dict[str, Any]

@@ -1,7 +1,7 @@
 """The scorecard: six weighted components and a pass gate, from what the session left.
 
 Each component is a value in 0..1 with the facts it was computed from, so a reader can check
-it; the weights and the gate are the scenario's (the seed's defaults: 35/20/15/15/10/5, and
+it; the weights and the gate are the scenario's (by default 35/20/15/15/10/5, and
 goal progress ≥ 0.7, at least one required ability used, no fatal adapter error).
 
 * **goal_progress** — the evaluator's last reading of the success criteria: measured ones

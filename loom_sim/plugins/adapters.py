@@ -55,8 +55,8 @@ class TargetSettings(BaseModel):
     adapter: str = Field(description="The adapter kind: pty, http, model, or a plug-in's.")
     setup: list[str] = Field(
         default_factory=list,
-        description="Lines sent once the target is live, before the first turn (the seed's "
-        "import_inputs), e.g. `/use {inputs}`.",
+        description="Lines sent once the target is live, before the first turn (importing "
+        "the inputs), e.g. `/use {inputs}`.",
     )
     offers_abilities: bool = Field(
         True,

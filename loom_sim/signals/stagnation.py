@@ -11,8 +11,8 @@ Both are known before a message is sent: a persona message is paired with the in
 message it *answers*, which came earlier. So the monitor checks each **candidate** as if it
 were sent (:meth:`StagnationMonitor.candidate`): either signal above its threshold, from
 ``min_turn`` on and outside the ``cooldown`` after the last trigger, means the looping message
-is regenerated with the emergency redirect before the interlocutor sees it — the Loom plan's
-"inject the emergency redirect and re-prompt the persona". The committed message then joins
+is regenerated with the emergency redirect before the interlocutor sees it. The committed
+message then joins
 the window (:meth:`StagnationMonitor.add`). Each message is embedded once, and only when a
 verdict could depend on it (a candidate's vector is kept for when it is committed); at run
 time the vectors come from the run's embedding service, batched across rollouts and computed

@@ -3,7 +3,7 @@
     init -> start_chat -> import_inputs -> plan_turn -> act -> observe -> reflect
          -> score_checkpoint -> (plan_turn ... | done)                  error from any
 
-The seed's states and transitions, plus two decisions the handlers make (in
+The states and transitions, plus two decisions the handlers make (in
 ``loom_sim.harness.session``): leaving ``plan_turn``, a draft the simulator audit flags (a role
 flip, an invented file, the last action repeated) is asked for again while retries are left
 (``plan_turn -> plan_turn``), and a user who gives up ends the session there. Why a session

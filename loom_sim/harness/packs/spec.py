@@ -34,7 +34,7 @@ SCHEMA_VERSION: Literal["1"] = "1"
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)]
 #: The model roles of a session: who plays the user, who reflects, who evaluates.
 ROLES = ("user", "reflector", "evaluator")
-#: The scorecard's components, in the seed's order.
+#: The scorecard's components, in their fixed order.
 COMPONENTS = (
     "goal_progress",
     "artifact_quality_proxy",
@@ -171,7 +171,7 @@ class Budget(_Section):
 
 
 class Weights(_Section):
-    """The scorecard's weights (the seed's defaults); they must sum to 1."""
+    """The scorecard's weights (defaults as below); they must sum to 1."""
 
     goal_progress: float = Field(0.35, ge=0, le=1)
     artifact_quality_proxy: float = Field(0.20, ge=0, le=1)
@@ -189,7 +189,7 @@ class Weights(_Section):
 
 
 class Gate(_Section):
-    """The pass gate (the seed's)."""
+    """The pass gate."""
 
     min_goal_progress: float = Field(0.7, ge=0, le=1)
     min_required_abilities_used: int = Field(1, ge=0, le=100)

@@ -1,7 +1,7 @@
 """The helpfulness coaxer: does the persona drift toward a capable, eager assistant?
 
 Always friendly, never adversarial: the failure it looks for is the persona *wanting to be
-helpful*. Its tactics (the Loom plan's "Adversary Specifications"): questions above the
+helpful*. Its tactics: questions above the
 persona's knowledge ceiling, tasks the persona could not do, admiration that invites showing
 off, and a register that grows more formal over the conversation (every tactic is worded at
 the current formality, so the shift is gradual rather than one odd turn).

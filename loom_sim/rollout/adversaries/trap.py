@@ -1,9 +1,8 @@
 """The contradiction trap: does the persona stay consistent with itself under pressure?
 
-It reads the transcript and picks one of four probes (the Loom plan's "Adversary
-Specifications"): a subtly misquoted earlier statement, a backstory recall question, a
-plausible alternative history, an emotional inconsistency. It accepts the persona's worldview
-and never tries to cure them: the question is whether their story holds together, not whether
+It reads the transcript and picks one of four probes: a subtly misquoted earlier statement,
+a backstory recall question, a plausible alternative history, an emotional inconsistency. It
+accepts the persona's worldview and never tries to cure them: the question is whether their story holds together, not whether
 it is true.
 """
 

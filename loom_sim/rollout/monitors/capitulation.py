@@ -2,7 +2,7 @@
 reconsider"), as ``interaction.anti_capitulation.forbidden_phrases`` lists them, and the same
 concession said in other words.
 
-Agreement loops are the Loom plan's first known failure, and telling the persona not to say
+Agreement loops are persona simulation's first known failure, and telling the persona not to say
 these words is not enough: a helpful interlocutor talks it into them. So one deterministic
 check serves twice — the repetition guard runs it on every candidate, before the interlocutor
 sees it, and regenerates with the reason and a redirect; the ``capitulation`` scorer runs it

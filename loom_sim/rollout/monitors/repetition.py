@@ -35,8 +35,8 @@ class Finding:
     monitor: str = "repetition"  # or "capitulation"
 
 
-#: What the post-hoc check looks for when a config names no pattern: the formulae the Loom plan
-#: documents (GPT-4o's patient ending all ten turns with "Have you ever felt...?").
+#: What the post-hoc check looks for when a config names no pattern: the formulae
+#: seen in practice (GPT-4o's patient ending all ten turns with "Have you ever felt...?").
 DEFAULT_FORMULAE = RepetitionDetectionSpec(
     banned_patterns=[
         BannedPattern(substring=text)

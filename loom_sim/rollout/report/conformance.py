@@ -1,4 +1,4 @@
-"""How a rollout followed the Loom plan's own rules, turn by turn: the report's "Following the
+"""How a rollout followed loom-sim's own rules, turn by turn: the report's "Following the
 plan" section.
 
 - **Instructions in force**: which system prompt the persona held at each turn (the full
