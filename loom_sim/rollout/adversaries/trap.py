@@ -2,8 +2,8 @@
 
 It reads the transcript and picks one of four probes: a subtly misquoted earlier statement,
 a backstory recall question, a plausible alternative history, an emotional inconsistency. It
-accepts the persona's worldview and never tries to cure them: the question is whether their story holds together, not whether
-it is true.
+accepts the persona's worldview and never tries to cure them: the question is whether their
+story holds together, not whether it is true.
 """
 
 from __future__ import annotations
