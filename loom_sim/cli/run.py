@@ -430,7 +430,7 @@ def _closing_summary(transcripts: list[Transcript], faults: Faults, *, tabled: b
 
 
 def _check_seeded(paths: list[Path], options: RunOptions) -> None:
-    """Shards are merged only if they planned the same run: the seed must be fixed."""
+    """Shards are merged only if they planned the same run: the run's --seed must be fixed."""
     from loom_sim.config.suite import is_suite, load_suite
 
     if options.seed is not None:

@@ -43,6 +43,7 @@ class LiveTable:
         self._live.refresh()
 
     def rows(self) -> Iterable[Sequence[str]]:
+        """The table's rows now: each live table (run, scoring, probe) says its own."""
         raise NotImplementedError
 
     def framed(self, table: Table) -> Any:

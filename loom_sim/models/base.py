@@ -48,8 +48,9 @@ def enforces_schema(model: object) -> bool:
 
 def greedy_is_deterministic(model: object) -> bool:
     """Whether ``model`` gives the same reply to the same request at temperature 0, whatever
-    the seed (llama.cpp on one machine does; a hosted model need not, and a scripted one may
-    answer each attempt differently on purpose): asking it again unchanged is then wasted."""
+    the request's random seed (llama.cpp on one machine does; a hosted model need not, and a
+    scripted one may answer each attempt differently on purpose): asking it again unchanged is
+    then wasted."""
     return bool(getattr(model, "greedy_is_deterministic", False))
 
 

@@ -2,7 +2,7 @@
 
 A debate is planned before anything runs: the deck validated, the personas chosen, the
 settings overridden from the command line, every model spec checked (shape, provider, script
-or file, key), the seed fixed. The plan is written atomically; ``--resume`` reads it back and
+or file, key), the random seed fixed. The plan is written atomically; ``--resume`` reads it back and
 never re-reads the deck, so a resumed debate continues with the people and settings it began
 with even if the deck file changed since.
 """
