@@ -4,6 +4,12 @@ Long rollouts outgrow small models' context. The system prompt and the newest tu
 most, so whole exchanges are dropped from the front until the rest fits, and the number cut is
 reported (the transcript records it). Token counts are taken once per message when it joins
 the history, so a 200-turn rollout never recounts its past.
+
+A cut can move in steps. Cutting just enough every turn moves the start of the history by one
+exchange each turn, so the prompt never shares a prefix with the last one and a model with a
+prompt cache (llama.cpp's, the providers') rereads all of it every turn. With a step, the cut
+point only moves when the excess crosses the next multiple of the step, and then by enough to
+leave room for several turns: between those moves the prompt only grows at its end.
 """
 
 from __future__ import annotations
@@ -64,16 +70,26 @@ class History:
         tail: list[ChatMessage],
         tail_tokens: int,
         budget: int,
+        *,
+        step_tokens: int | None = None,
     ) -> tuple[list[ChatMessage], int]:
         """System + as many recent messages as fit + tail; returns (messages, exchanges cut).
 
         Messages are dropped in (user, assistant) pairs from the front, so the result still
-        starts with a user message and alternates, as every chat API requires.
+        starts with a user message and alternates, as every chat API requires. With
+        ``step_tokens``, the tokens cut are at least the excess rounded up to a multiple of
+        the step, so what is left holds between ``budget - step_tokens`` and ``budget`` tokens,
+        and the cut point stays where it was until the history has grown by about a step. The
+        cut depends on the history alone, so a resumed rollout cuts where the first run did.
         """
         used = system_tokens + MESSAGE_OVERHEAD + tail_tokens
         total = used + sum(self.tokens)
+        excess = total - budget
+        if excess > 0 and step_tokens:
+            excess = -(-excess // step_tokens) * step_tokens
         start = 0
-        while total > budget and start + 2 <= len(self.messages):
-            total -= self.tokens[start] + self.tokens[start + 1]
+        while excess > 0 and start + 2 <= len(self.messages):
+            dropped = self.tokens[start] + self.tokens[start + 1]
+            excess -= dropped
             start += 2
         return [system, *self.messages[start:], *tail], start // 2

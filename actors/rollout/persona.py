@@ -84,12 +84,17 @@ class PersonaActor(Actor):
         notes = "\n\n".join(n for n in (request.reminder, request.emergency, request.vary) if n)
         generation = self._generation
         budget = generation.budget_tokens or (self._model.context_tokens - generation.max_tokens)
+        scaffolding_tokens = self._model.count_tokens(self._scaffolding)
+        # The history is cut in steps of half the room the scaffolding leaves it (see
+        # actors/history.py), so the prompt keeps its prefix from turn to turn and a prompt
+        # cache holds; the step ignores this turn's notes, which come and go.
         messages, cut = self._history.fit(
             system,
-            self._model.count_tokens(self._scaffolding) + self._model.count_tokens(notes),
+            scaffolding_tokens + self._model.count_tokens(notes),
             [],
             0,
             budget,
+            step_tokens=max(1, (budget - scaffolding_tokens) // 2),
         )
         if notes:  # the history always ends with what the persona is answering
             last = messages[-1]

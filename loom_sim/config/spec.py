@@ -999,7 +999,8 @@ class ConversationSpec(Section):
     history_budget_tokens: int | None = Field(
         None,
         ge=256,
-        description="Most tokens of history sent per call; older turns are cut (recorded). "
+        description="Most tokens of history sent per call; older turns are cut (recorded; the "
+        "persona's in steps of half its room, so its prompt keeps its prefix). "
         "Default: the model's context window minus the reply.",
     )
     max_consecutive_failures: int = Field(
