@@ -158,6 +158,22 @@ def test_a_run_of_loom_sims_own_scores_gets_one_row_per_model(tmp_path):
     assert rows[0]["scores"]["dcs"]["method"] == "bootstrap"
     assert f"| {TARGETS[0]} | loom-sim (scripted/judge) | 6 of 6 |" in render_markdown(data)
 
+    # A rollout that ended on an error, two turns in: counted apart, not averaged in.
+    broken = tmp_path / "single" / "rollout_001" / "transcript.json"
+    transcript = json.loads(broken.read_text())
+    transcript.update(
+        status="error", error="HTTP 500 from the target", turns=transcript["turns"][:2]
+    )
+    broken.write_text(json.dumps(transcript))
+    after = build_compare([tmp_path / "single"])
+    row = after["board"]["rows"][0]
+    assert (row["rollouts"], row["complete"]) == (6, 5)
+    assert [(c["rollout"], c["turns"], c["status"]) for c in row["incomplete"]] == [
+        ("rollout_001", 2, "error")
+    ]
+    kept = [v for k, v in enumerate(rows[0]["scores"]["dcs"]["values"]) if k != 1]
+    assert row["scores"]["dcs"]["values"] == kept
+
 
 def test_intervals_follow_the_scale():
     # DCS is 0-2: a mean with a bootstrap interval even when it happened to be 0 or 1.

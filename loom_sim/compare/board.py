@@ -94,8 +94,14 @@ def _planned(r: RolloutResult) -> int:
 
 
 def incomplete(r: RolloutResult) -> bool:
-    """A rollout that stopped short: not done, or fewer turns than its conversation planned."""
-    return r.status != "done" or len(r.transcript.turns) < _planned(r)
+    """A rollout that stopped short: not done (an error, still going, killed), or an imported
+    one with fewer turns than its source planned (its source stopped on an API error). A
+    loom-sim rollout that a stop rule ended early is complete: the stop is its result."""
+    if r.status != "done":
+        return True
+    reference = r.transcript.reference
+    planned = reference.planned_turns if reference is not None else None
+    return planned is not None and len(r.transcript.turns) < planned
 
 
 def _values(records: list[TurnRecord], scorer: str, pick: Callable) -> list[float | None]:
