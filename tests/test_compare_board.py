@@ -148,6 +148,19 @@ def test_once_scored_each_model_gets_loom_sims_row_beside_the_reference(tmp_path
 
 
 @pytest.mark.slow
+def test_imported_rollouts_of_two_runs_are_never_paired(tmp_path):
+    """Two imports of one profile both start at rollout_000 with seed 0, but another tool's
+    persona spoke in each: comparing them is unpaired."""
+    a, b = (p for p in complete_files() if "pattern_decoder" in p.name and "gpt_4o" in p.name)
+    runs = [import_transcripts([f], tmp_path / name)[0].dir for f, name in ((a, "a"), (b, "b"))]
+    for run in runs:
+        scored = CliRunner().invoke(cli, ["score", str(run), "--judge-model", "scripted/judge"])
+        assert scored.exit_code == 0, scored.output
+    differences = build_compare(runs)["differences"]
+    assert differences and not any(d["paired"] for d in differences)
+
+
+@pytest.mark.slow
 def test_a_run_of_loom_sims_own_scores_gets_one_row_per_model(tmp_path):
     from workbench_runs import TARGETS, make_single
 

@@ -139,8 +139,11 @@ def _variants(rollouts: list[RolloutResult], target: dict[int, str]) -> dict[int
     }
 
 
-def _pair_key(r: RolloutResult) -> tuple[str, int, int]:
-    """Rollouts with the same config content, seed and index made the same persona choices."""
+def _pair_key(r: RolloutResult) -> tuple[str, int, int | str]:
+    """Rollouts with the same config content, seed and index made the same persona choices.
+    Imported ones did not (another tool's persona spoke): each is a key of its own."""
+    if r.transcript.reference is not None:
+        return (r.arm.record.config_sha256, r.arm.record.seed, f"{r.run}/{r.cell.id}")
     return (r.arm.record.config_sha256, r.arm.record.seed, r.cell.rollout)
 
 
