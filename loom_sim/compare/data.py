@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loom_sim.compare.board import build_board, models_by_rollout
 from loom_sim.errors import LoomError
 from loom_sim.intervals import ALPHA, Interval, bootstrap_difference, bootstrap_mean, rate
 from loom_sim.plugins.scorers import SCORERS
@@ -123,20 +124,26 @@ def _check_rates(rates: Sequence[RateSpec], scorers: list[str]) -> None:
 # ─── grouping ───────────────────────────────────────────────────────────────
 
 
-def _variants(rollouts: list[RolloutResult]) -> dict[int, str]:
-    """Each rollout's column: its target, qualified by its run's name when the same config
-    and target appear in several runs compared (a judge change, a new system prompt)."""
+def _variants(rollouts: list[RolloutResult], target: dict[int, str]) -> dict[int, str]:
+    """Each rollout's column: its model under evaluation (the transcript's own in a run of
+    several models, such as an import), qualified by its run's name when the same config and
+    target appear in several runs compared (a judge change, a new system prompt)."""
     runs_of: dict[tuple[str, str], set[str]] = {}
     for r in rollouts:
-        runs_of.setdefault((r.config, r.target), set()).add(r.run)
+        runs_of.setdefault((r.config, target[id(r)]), set()).add(r.run)
     return {
-        id(r): r.target if len(runs_of[(r.config, r.target)]) == 1 else f"{r.target} @ {r.run}"
+        id(r): target[id(r)]
+        if len(runs_of[(r.config, target[id(r)])]) == 1
+        else f"{target[id(r)]} @ {r.run}"
         for r in rollouts
     }
 
 
-def _pair_key(r: RolloutResult) -> tuple[str, int, int]:
-    """Rollouts with the same config content, seed and index made the same persona choices."""
+def _pair_key(r: RolloutResult) -> tuple[str, int, int | str]:
+    """Rollouts with the same config content, seed and index made the same persona choices.
+    Imported ones did not (another tool's persona spoke): each is a key of its own."""
+    if r.transcript.reference is not None:
+        return (r.arm.record.config_sha256, r.arm.record.seed, f"{r.run}/{r.cell.id}")
     return (r.arm.record.config_sha256, r.arm.record.seed, r.cell.rollout)
 
 
@@ -247,7 +254,7 @@ def build_compare(
             + ", ".join(run.name for run in results)
             + " has a completed turn"
         )
-    variant = _variants(rollouts)
+    variant = _variants(rollouts, models_by_rollout(every))
     configs = list(dict.fromkeys(r.config for r in rollouts))
     targets = list(dict.fromkeys(variant[id(r)] for r in rollouts))
     scorers = scorer_names(r.transcript for r in rollouts)
@@ -293,6 +300,7 @@ def build_compare(
         for scorer in scorers
     }
     judges = sorted({r.transcript.scores.judge for r in rollouts if r.transcript.scores})
+    board = build_board(every)
     return {
         "compare_version": COMPARE_VERSION,
         "runs": [_run_entry(run) for run in results],
@@ -304,7 +312,8 @@ def build_compare(
         "differences": differences,
         "curves": curves,
         "judges": judges,
-        "notices": _notices(judges, results, rollouts, scorers),
+        "board": board,
+        "notices": _notices(judges, results, rollouts, scorers, board),
     }
 
 
@@ -349,10 +358,19 @@ def _run_entry(run: RunResults) -> dict[str, Any]:
 
 
 def _notices(
-    judges: list[str], results: list[RunResults], used: list[RolloutResult], scorers: list[str]
+    judges: list[str],
+    results: list[RunResults],
+    used: list[RolloutResult],
+    scorers: list[str],
+    board: dict[str, Any] | None = None,
 ) -> list[str]:
     notices = []
-    if not scorers:
+    if not scorers and board:
+        notices.append(
+            "No rollout is scored by loom-sim yet: the leaderboard shows the reference judge's "
+            "scores the runs were imported with; `loom-sim score RUN_DIR` adds loom-sim's."
+        )
+    elif not scorers:
         notices.append("No rollout is scored yet: `loom-sim score RUN_DIR` scores them.")
     if any(j.startswith(EMBEDDED_JUDGE) for j in judges):
         notices.append(EMBEDDED_NOTICE)

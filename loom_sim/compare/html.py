@@ -16,7 +16,16 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from loom_sim.compare.markdown import cell_text, difference_text, num, scorer_rows
+from loom_sim.compare.markdown import (
+    BOARD_NOTE,
+    board_left_out,
+    board_rows,
+    cell_text,
+    difference_text,
+    no_differences,
+    num,
+    scorer_rows,
+)
 from loom_sim.core.html import html_environment
 
 __all__ = ["PALETTE", "compare_body", "curve_chart", "render_html", "stylesheet"]
@@ -116,7 +125,17 @@ def _charts(data: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]
 def _context(data: dict[str, Any]) -> dict[str, Any]:
     colors = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(data["targets"])}
     tables = [(config, *scorer_rows(data, config)) for config in data["configs"]]
-    return {"data": data, "tables": tables, "charts": _charts(data, colors), "colors": colors}
+    board = data.get("board")
+    return {
+        "data": data,
+        "tables": tables,
+        "charts": _charts(data, colors),
+        "colors": colors,
+        "board": board_rows(board) if board else None,
+        "board_note": BOARD_NOTE,
+        "left_out": board_left_out(board) if board else [],
+        "no_differences": no_differences(data),
+    }
 
 
 def compare_body(data: dict[str, Any]) -> Markup:

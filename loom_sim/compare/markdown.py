@@ -8,7 +8,25 @@ from typing import Any
 
 from loom_sim.compare.data import ALL_CONFIGS
 
-__all__ = ["cell_text", "difference_text", "render_markdown", "scorer_rows"]
+__all__ = [
+    "board_cell",
+    "board_left_out",
+    "board_rows",
+    "cell_text",
+    "difference_text",
+    "no_differences",
+    "render_markdown",
+    "scorer_rows",
+]
+
+
+BOARD_NOTE = (
+    "Every config together, a group of rows per model: the reference judge's scores (what "
+    "imported runs' own tool concluded), when there are any, and loom-sim's. Only complete "
+    "rollouts are averaged; incomplete ones are counted and listed. A score on a scale "
+    "(DCS, HES: 0-2): the mean over rollouts of each rollout's mean, bootstrap 95% interval; "
+    "a yes/no score per turn (SIS): the rate of its scored turns, Wilson 95% interval."
+)
 
 
 def num(value: Any, digits: int = 2) -> str:
@@ -95,6 +113,72 @@ def scorer_rows(data: dict[str, Any], config: str) -> tuple[list[str], list[list
     return header, rows
 
 
+def board_cell(summary: dict[str, Any] | None) -> str:
+    """A leaderboard cell: ``1.91 [1.83, 1.98] n=6`` (a mean over rollouts), or
+    ``0.14 [0.07, 0.27] 7/49 turns rate`` (a rate of turns)."""
+    if summary and summary.get("kind") == "rate" and summary.get("estimate") is not None:
+        text = num(summary["estimate"])
+        if summary.get("ci95"):
+            text += f" [{num(summary['ci95'][0])}, {num(summary['ci95'][1])}]"
+        return text + f" {summary['successes']}/{summary['turns']} turns rate"
+    return cell_text(summary)
+
+
+def board_rows(board: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The leaderboard's header and rows: a group of rows per model (one per judge), the
+    model named on its group's first row."""
+    header = ["model under evaluation", "judge", "complete rollouts", *board["scorers"]]
+    rows = []
+    previous = None
+    for row in board["rows"]:
+        judge = row["judge"] + (f" ({', '.join(row['judged_by'])})" if row["judged_by"] else "")
+        cut = len(row["incomplete"])
+        counted = f"{row['complete']} of {row['rollouts']}" + (
+            f" ({cut} incomplete)" if cut else ""
+        )
+        cells = [
+            board_cell(row["scores"].get(s)) if s in row["scores"] else "" for s in board["scorers"]
+        ]
+        rows.append(["" if row["model"] == previous else row["model"], judge, counted, *cells])
+        previous = row["model"]
+    return header, rows
+
+
+LEFT_OUT_LISTED = 10  # a live matrix may have hundreds of rollouts still going
+
+
+def board_left_out(board: dict[str, Any]) -> list[str]:
+    """One sentence per incomplete rollout: which, how far it got, why it is not averaged
+    (the first :data:`LEFT_OUT_LISTED`, then how many more)."""
+    seen = set()
+    found = []
+    for row in board["rows"]:
+        for cut in row["incomplete"]:
+            key = (row["model"], cut["run"], cut["rollout"])
+            if key in seen:
+                continue
+            seen.add(key)
+            why = [cut["status"]] if cut["status"] != "done" else []
+            why += [cut["detail"]] if cut["detail"] else []
+            found.append(
+                f"{row['model']}, {cut['run']} {cut['rollout']}: {cut['turns']} of "
+                f"{cut['planned_turns']} turns"
+                + (f" ({'; '.join(why)})" if why else "")
+                + " — left out of the means."
+            )
+    if len(found) > LEFT_OUT_LISTED:
+        more = len(found) - LEFT_OUT_LISTED
+        found = [*found[:LEFT_OUT_LISTED], f"… and {more} more incomplete, left out of the means."]
+    return found
+
+
+def no_differences(data: dict[str, Any]) -> str:
+    """Why there is no difference to show."""
+    if len(data["targets"]) < 2:
+        return "One target only: nothing to compare it with."
+    return "No scores of loom-sim's to compare the targets on yet."
+
+
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
@@ -125,6 +209,13 @@ def render_markdown(data: dict[str, Any], title: str = "Comparison") -> str:
     lines.append("")
     lines.append("Runs: " + ", ".join(f"`{r['dir']}` ({r['kind']})" for r in data["runs"]))
     lines.append("")
+    board = data.get("board")
+    if board:
+        lines += ["## By model under evaluation", "", BOARD_NOTE, ""]
+        lines += _table(*board_rows(board))
+        lines.append("")
+        lines += [f"- {sentence}" for sentence in board_left_out(board)]
+        lines.append("")
     for config in configs:
         lines += [f"## {config}", ""]
         header, rows = scorer_rows(data, config)
@@ -132,7 +223,7 @@ def render_markdown(data: dict[str, Any], title: str = "Comparison") -> str:
         lines.append("")
     lines += ["## Differences", ""]
     if not data["differences"]:
-        lines += ["One target only: nothing to compare it with.", ""]
+        lines += [no_differences(data), ""]
     for config in configs:
         mine = [d for d in data["differences"] if d["config"] == config]
         if not mine:

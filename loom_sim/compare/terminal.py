@@ -9,7 +9,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from loom_sim.compare.markdown import scorer_rows
+from loom_sim.compare.markdown import BOARD_NOTE, board_left_out, board_rows, scorer_rows
 
 __all__ = ["render_terminal"]
 
@@ -26,10 +26,49 @@ def _styled(cell: str) -> Text:
     return text
 
 
+def _two_lines(cell: str) -> Text:
+    """``reference (psychosis-bench-2.0)`` as the word, then its parenthesis dim below."""
+    head, sep, rest = cell.partition(" (")
+    return Text(head) + (Text("\n(" + rest, "dim") if sep else Text(""))
+
+
+def _board(board: dict[str, Any]) -> RenderableType:
+    """The leaderboard: a group of rows per model, a line under each group."""
+    header, rows = board_rows(board)
+    table = Table(
+        title="by model under evaluation (every config)",
+        title_justify="left",
+        title_style="bold",
+        caption=BOARD_NOTE,
+        caption_justify="left",
+    )
+    for k, name in enumerate(header):
+        table.add_column(
+            {0: "model", 2: "complete"}.get(k, name),
+            justify="left" if k < 3 else "right",
+            overflow="fold",
+            ratio=2 if k > 2 else 1,
+        )
+    for k, row in enumerate(rows):
+        last = k == len(rows) - 1 or bool(rows[k + 1][0])
+        model, judge, counted = row[:3]
+        table.add_row(
+            Text(model, "bold"),
+            _two_lines(judge),
+            _two_lines(counted),
+            *(_styled(cell) for cell in row[3:]),
+            end_section=last,
+        )
+    left_out = [Text(f"  {sentence}", "dim") for sentence in board_left_out(board)]
+    return Group(table, *left_out)
+
+
 def render_terminal(data: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for notice in data["notices"]:
         parts.append(Text(f"note: {notice}", "bold yellow"))
+    if data.get("board"):
+        parts.append(_board(data["board"]))
     for config in data["configs"]:
         header, rows = scorer_rows(data, config)
         table = Table(title=config, title_justify="left", title_style="bold", show_lines=True)
