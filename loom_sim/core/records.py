@@ -124,12 +124,26 @@ class RecordFormat(Generic[T]):
         return version
 
     def migrate(self, path: Path, raw: dict[str, Any]) -> dict[str, Any]:
-        """``raw`` in the current shape (a copy when anything changed)."""
+        """``raw`` in the current shape (a copy when anything changed). A step written for
+        the files that version wrote, given a damaged one, fails in its own terms: said as one
+        sentence naming the file."""
         version = self.version_of(path, raw)
+        try:
+            return self._migrate(version, raw)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+            raise LoomError(
+                f"{path}: a {self.noun} of format {version} that this loom-sim cannot bring up "
+                f"to date ({type(err).__name__}: {err}); it was edited or damaged"
+            ) from None
+
+    def _migrate(self, version: int, raw: dict[str, Any]) -> dict[str, Any]:
         data = dict(raw)
-        while version < self.version:
-            data = self.migrations[version](data)
-            version += 1
+        if version < self.version:
+            while version < self.version:
+                data = self.migrations[version](data)
+                version += 1
+            stored = data.get(self.version_key)  # the current version, as this record says it
+            data[self.version_key] = str(version) if isinstance(stored, str) else version
         if self.shape is not None:
             data = self.shape(data)
         return data

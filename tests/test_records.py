@@ -1,0 +1,187 @@
+"""Typed, versioned records: probe.json and report.json are read through their structs, files
+earlier loom-sims wrote are migrated, and a newer or damaged file is refused in one sentence
+naming it (the shared machinery in loom_sim/core/records.py, tested on its own first)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from loom_sim.core.records import RecordFormat
+from loom_sim.errors import LoomError
+from loom_sim.probe.plan import read_probe_file
+from loom_sim.probe.probe_file import PROBE_FILE, ProbeFileRecord
+from loom_sim.rollout.report import read_report, report_json, report_record
+from loom_sim.rollout.report.record import REPORT_FILE
+from loom_sim.store.artifacts import write_json
+
+RECORDS = Path(__file__).parent / "data" / "records"
+
+
+def one_sentence(err: pytest.ExceptionInfo[LoomError], path: Path) -> str:
+    message = str(err.value)
+    assert "\n" not in message and "Traceback" not in message
+    assert str(path) in message
+    return message
+
+
+# ─── the shared machinery ───────────────────────────────────────────────────
+
+
+class Point(msgspec.Struct, kw_only=True):
+    format_version: int = 3
+    x: int
+    y: int
+    label: str
+
+
+def _v1_to_v2(data: dict) -> dict:  # v1 had "pos": [x, y]
+    data["x"], data["y"] = data.pop("pos")
+    return data
+
+
+def _v2_to_v3(data: dict) -> dict:  # v3 added a label
+    data.setdefault("label", "")
+    return data
+
+
+POINT = RecordFormat(Point, noun="point file", version=3, migrations={1: _v1_to_v2, 2: _v2_to_v3})
+
+
+def test_a_record_of_each_earlier_version_is_migrated_step_by_step(tmp_path):
+    path = tmp_path / "point.json"
+    for written in ({"pos": [1, 2]}, {"format_version": 2, "x": 1, "y": 2}):
+        path.write_text(json.dumps(written))
+        assert POINT.read(path) == Point(x=1, y=2, label="")
+    path.write_text(json.dumps({"format_version": 3, "x": 1, "y": 2, "label": "a"}))
+    assert POINT.read(path) == Point(x=1, y=2, label="a")
+
+
+def test_a_newer_version_a_damaged_file_and_a_folder_are_one_sentence(tmp_path):
+    path = tmp_path / "point.json"
+    path.write_text(json.dumps({"format_version": 4, "x": 1}))
+    with pytest.raises(LoomError) as err:
+        POINT.read(path)
+    assert "point file format 4 is newer than this loom-sim reads (3)" in one_sentence(err, path)
+    for damaged in ('{"format_version": 3, "x": 1, "y"', "[1, 2]", '{"x": "one", "y": 2}'):
+        path.write_text(damaged)
+        with pytest.raises(LoomError) as err:
+            POINT.read(path)
+        one_sentence(err, path)
+    path.write_text(json.dumps({"format_version": "three"}))
+    with pytest.raises(LoomError) as err:
+        POINT.read(path)
+    assert "edited or damaged" in one_sentence(err, path)
+    with pytest.raises(LoomError) as err:
+        POINT.read(tmp_path)
+    assert "a folder, not a file" in one_sentence(err, tmp_path)
+
+
+def test_a_format_missing_a_migration_step_is_refused_when_defined():
+    with pytest.raises(ValueError, match="no migration from version 2"):
+        RecordFormat(Point, noun="point file", version=3, migrations={1: _v1_to_v2})
+
+
+# ─── probe.json ─────────────────────────────────────────────────────────────
+
+
+def test_probe_json_as_written_today_reads_and_writes_back_the_same_bytes(tmp_path):
+    sample = RECORDS / "probe_v1" / PROBE_FILE
+    record = read_probe_file(sample.parent)
+    assert isinstance(record, ProbeFileRecord)
+    assert record.seed == 4 and record.rubric.id == "probe_contradiction"
+    assert record.modes["bandit"].bandit_state.path == "probe-out-state.json"
+    assert record.modes["static"].bandit_state is msgspec.UNSET  # not a bandit: not written
+    assert record.header.command[-1] == "http://127.0.0.1:9/v1"
+    write_json(tmp_path / PROBE_FILE, record)
+    assert (tmp_path / PROBE_FILE).read_bytes() == sample.read_bytes()
+    assert read_probe_file(tmp_path) == record
+
+
+def test_probe_json_from_before_the_plan_header_gets_one_from_its_own_fields(tmp_path):
+    shutil.copy(RECORDS / "probe_v1_before_header" / PROBE_FILE, tmp_path / PROBE_FILE)
+    assert "header" not in json.loads((tmp_path / PROBE_FILE).read_text())
+    record = read_probe_file(tmp_path)
+    header = record.header
+    assert header.seed == record.seed == 4
+    assert header.created_at == record.created_at
+    assert header.command == record.modes["static"].argv  # redacted when it was written
+    assert "pw" not in " ".join(header.command)
+    assert header.versions == record.versions
+    assert header.rubric_versions == {record.rubric.id: record.rubric.version}
+    write_json(tmp_path / PROBE_FILE, record)  # written back in today's shape
+    assert read_probe_file(tmp_path) == record
+
+
+def test_probe_json_newer_damaged_or_not_a_probe_is_one_sentence(tmp_path):
+    data = json.loads((RECORDS / "probe_v1" / PROBE_FILE).read_text())
+    path = tmp_path / PROBE_FILE
+    path.write_text(json.dumps({**data, "format_version": 2}))
+    with pytest.raises(LoomError) as err:
+        read_probe_file(tmp_path)
+    assert "probe file format 2 is newer than this loom-sim reads (1)" in one_sentence(err, path)
+    path.write_text(json.dumps(data)[:500])
+    with pytest.raises(LoomError) as err:
+        read_probe_file(tmp_path)
+    one_sentence(err, path)
+    path.write_text(json.dumps({**data, "seed": "four"}))
+    with pytest.raises(LoomError) as err:
+        read_probe_file(tmp_path)
+    assert "$.seed" in one_sentence(err, path)
+    path.write_text(json.dumps({**data, "format": "something-else"}))
+    with pytest.raises(LoomError) as err:
+        read_probe_file(tmp_path)
+    assert "not a loom-sim probe file" in one_sentence(err, path)
+
+
+# ─── report.json ────────────────────────────────────────────────────────────
+
+
+def test_report_json_as_written_today_reads_and_writes_back_the_same_bytes():
+    sample = RECORDS / "report_v1" / REPORT_FILE
+    record = read_report(sample)
+    assert record.report_version == "1" and record.header is not None
+    assert record.run.turns == 4 and len(record.rollouts) == record.run.rollouts == 2
+    assert record.rollouts[0].conformance is not None and record.target is not None
+    assert [a.role for a in record.answering] == ["interlocutor"]
+    assert report_json(record.data()) == sample.read_text(encoding="utf-8")
+    assert report_record(json.loads(sample.read_text())) == record
+
+
+def test_report_json_an_earlier_loom_sim_wrote_is_migrated():
+    sample = RECORDS / "report_v1_early" / REPORT_FILE
+    raw = json.loads(sample.read_text())
+    assert "answering" not in raw and "header" not in raw and "target" not in raw
+    record = read_report(sample.parent)  # a folder: the report.json in it
+    assert record.header is None and record.target is None
+    assert [(a.role, a.spec) for a in record.answering] == [("interlocutor", "scripted/varied")]
+    assert all(r.conformance is None for r in record.rollouts)
+    today = read_report(RECORDS / "report_v1" / REPORT_FILE).aggregates  # the same run
+    assert {name: record.aggregates[name] for name in today} == today
+
+
+def test_report_json_newer_or_damaged_is_one_sentence(tmp_path):
+    data = json.loads((RECORDS / "report_v1" / REPORT_FILE).read_text())
+    path = tmp_path / REPORT_FILE
+    path.write_text(json.dumps({**data, "report_version": "2"}))
+    with pytest.raises(LoomError) as err:
+        read_report(path)
+    assert "report file format 2 is newer than this loom-sim reads (1)" in one_sentence(err, path)
+    path.write_text(json.dumps(data)[:1000])
+    with pytest.raises(LoomError) as err:
+        read_report(path)
+    one_sentence(err, path)
+    path.write_text(json.dumps({**data, "rollouts": [{"rollout": 3}]}))
+    with pytest.raises(LoomError) as err:
+        read_report(path)
+    assert "$.rollouts[0]" in one_sentence(err, path)
+
+
+def test_report_data_that_does_not_fit_the_format_is_refused_before_writing():
+    data = json.loads((RECORDS / "report_v1" / REPORT_FILE).read_text())
+    with pytest.raises(LoomError, match=r"does not fit report.json's format .*\$\.statuses"):
+        report_record({**data, "statuses": {"done": "two"}})
