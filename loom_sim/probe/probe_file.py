@@ -86,10 +86,11 @@ def _with_header(data: dict[str, Any]) -> dict[str, Any]:
     if data.get("format") != FORMAT:
         return data  # refused as not a probe file when decoded
     if data.get("header") is None:
-        modes = data.get("modes") if isinstance(data.get("modes"), dict) else {}
-        first = next(iter(modes.values()), None)
+        modes = data.get("modes")
+        first = next(iter(modes.values()), None) if isinstance(modes, dict) else None
         argv = first.get("argv") if isinstance(first, dict) else None
-        rubric = data.get("rubric") if isinstance(data.get("rubric"), dict) else {}
+        rubric = data.get("rubric")
+        rubric = rubric if isinstance(rubric, dict) else {}
         data["header"] = {
             "format_version": FORMAT_VERSION,
             "seed": data.get("seed"),
