@@ -13,6 +13,9 @@ import pytest
 
 from loom_sim.core.records import RecordFormat
 from loom_sim.errors import LoomError
+from loom_sim.harness.plan import HARNESS_FILE, HARNESS_FORMAT
+from loom_sim.harness.records import SESSION_FILE
+from loom_sim.harness.session_file import SESSION_FORMAT, given, read_session
 from loom_sim.probe.plan import read_probe_file
 from loom_sim.probe.probe_file import PROBE_FILE, ProbeFileRecord
 from loom_sim.rollout.report import read_report, report_json, report_record
@@ -185,3 +188,54 @@ def test_report_data_that_does_not_fit_the_format_is_refused_before_writing():
     data = json.loads((RECORDS / "report_v1" / REPORT_FILE).read_text())
     with pytest.raises(LoomError, match=r"does not fit report.json's format .*\$\.statuses"):
         report_record({**data, "statuses": {"done": "two"}})
+
+
+# ─── the harness: harness.json and session.json ─────────────────────────────
+
+
+def test_harness_json_and_session_json_as_written_today_read_and_write_back(tmp_path):
+    run = RECORDS / "harness_v1"
+    plan = HARNESS_FORMAT.read(run / HARNESS_FILE)
+    assert plan.pack_name == "studio_benchmarks" and plan.seed == 1
+    assert plan.sessions[0].name == "drop_lookbook_rescue-1"
+    write_json(tmp_path / HARNESS_FILE, plan)
+    assert (tmp_path / HARNESS_FILE).read_bytes() == (run / HARNESS_FILE).read_bytes()
+    sample = run / "drop_lookbook_rescue-1" / SESSION_FILE
+    session = SESSION_FORMAT.read(sample)
+    assert session.status == "done" and session.seeds.run == 1
+    assert session.pack.sha256 == plan.pack_sha256
+    assert given(session.stop_reason) is not None and given(session.error) is None
+    write_json(tmp_path / SESSION_FILE, session)
+    assert (tmp_path / SESSION_FILE).read_bytes() == sample.read_bytes()
+
+
+def test_a_running_session_json_writes_only_what_happened(tmp_path):
+    data = json.loads(
+        (RECORDS / "harness_v1" / "drop_lookbook_rescue-1" / SESSION_FILE).read_text()
+    )
+    ended = ("stop_reason", "stop_detail", "error", "ended_at", "elapsed_s")
+    running = {**{k: v for k, v in data.items() if k not in ended}, "status": "running"}
+    (tmp_path / SESSION_FILE).write_text(json.dumps(running))
+    session = read_session(tmp_path / SESSION_FILE)
+    assert session is not None and session.error is msgspec.UNSET
+    assert msgspec.to_builtins(session) == running  # no null where nothing happened yet
+
+
+def test_harness_records_newer_or_damaged_are_one_sentence(tmp_path):
+    run = RECORDS / "harness_v1"
+    for name, source, noun in (
+        (HARNESS_FILE, run / HARNESS_FILE, "harness file"),
+        (SESSION_FILE, run / "drop_lookbook_rescue-1" / SESSION_FILE, "session file"),
+    ):
+        fmt = HARNESS_FORMAT if name == HARNESS_FILE else SESSION_FORMAT
+        data = json.loads(source.read_text())
+        path = tmp_path / name
+        path.write_text(json.dumps({**data, "format_version": 2}))
+        with pytest.raises(LoomError) as err:
+            fmt.read(path)
+        assert f"{noun} format 2 is newer than this loom-sim reads (1)" in one_sentence(err, path)
+        path.write_text(json.dumps(data)[:700])
+        with pytest.raises(LoomError) as err:
+            fmt.read(path)
+        one_sentence(err, path)
+    assert read_session(tmp_path / SESSION_FILE) is None  # a resumed run starts it afresh
