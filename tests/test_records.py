@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 from loom_sim.core.records import RecordFormat
+from loom_sim.debate.files import PLAN_FILE, DebateFiles
 from loom_sim.errors import LoomError
 from loom_sim.harness.plan import HARNESS_FILE, HARNESS_FORMAT
 from loom_sim.harness.records import SESSION_FILE
@@ -239,3 +240,39 @@ def test_harness_records_newer_or_damaged_are_one_sentence(tmp_path):
             fmt.read(path)
         one_sentence(err, path)
     assert read_session(tmp_path / SESSION_FILE) is None  # a resumed run starts it afresh
+
+
+# ─── debate.json ────────────────────────────────────────────────────────────
+
+
+def test_debate_json_as_written_today_reads_and_writes_back(tmp_path):
+    record = DebateFiles(RECORDS / "debate_v1").read_plan()
+    assert record.seed == 4 and record.header is not None
+    DebateFiles(tmp_path).write_plan(record)
+    sample = (RECORDS / "debate_v1" / PLAN_FILE).read_bytes()
+    assert (tmp_path / PLAN_FILE).read_bytes() == sample
+
+
+def test_debate_json_without_the_fields_added_later_still_reads(tmp_path):
+    data = json.loads((RECORDS / "debate_v1" / PLAN_FILE).read_text())
+    for key in ("command", "base_url", "created", "header"):
+        data.pop(key)
+    (tmp_path / PLAN_FILE).write_text(json.dumps(data))
+    record = DebateFiles(tmp_path).read_plan()
+    assert record.header is None and record.command == [] and record.topic == data["topic"]
+
+
+def test_debate_json_newer_damaged_or_missing_is_one_sentence(tmp_path):
+    data = json.loads((RECORDS / "debate_v1" / PLAN_FILE).read_text())
+    path = tmp_path / PLAN_FILE
+    files = DebateFiles(tmp_path)
+    with pytest.raises(LoomError, match="not a debate directory"):
+        files.read_plan()
+    path.write_text(json.dumps({**data, "format_version": 2}))
+    with pytest.raises(LoomError) as err:
+        files.read_plan()
+    assert "debate file format 2 is newer than this loom-sim reads (1)" in one_sentence(err, path)
+    path.write_text(json.dumps({**data, "personas": "two"}))
+    with pytest.raises(LoomError) as err:
+        files.read_plan()
+    assert "$.personas" in one_sentence(err, path)
