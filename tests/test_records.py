@@ -10,18 +10,22 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from click.testing import CliRunner
+from probe_support import FACTUAL
 
+from loom_sim.cli import cli
 from loom_sim.core.records import RecordFormat
 from loom_sim.debate.files import PLAN_FILE, DebateFiles
 from loom_sim.errors import LoomError
 from loom_sim.harness.plan import HARNESS_FILE, HARNESS_FORMAT
 from loom_sim.harness.records import SESSION_FILE
 from loom_sim.harness.session_file import SESSION_FORMAT, given, read_session
+from loom_sim.probe.config import load_probe_config
 from loom_sim.probe.plan import read_probe_file
 from loom_sim.probe.probe_file import PROBE_FILE, ProbeFileRecord
 from loom_sim.rollout.report import read_report, report_json, report_record
 from loom_sim.rollout.report.record import REPORT_FILE
-from loom_sim.store.artifacts import write_json
+from loom_sim.store.artifacts import config_hash, write_json
 
 RECORDS = Path(__file__).parent / "data" / "records"
 
@@ -140,6 +144,27 @@ def test_probe_json_newer_damaged_or_not_a_probe_is_one_sentence(tmp_path):
     with pytest.raises(LoomError) as err:
         read_probe_file(tmp_path)
     assert "not a loom-sim probe file" in one_sentence(err, path)
+
+
+def test_a_mode_added_to_a_probe_an_earlier_loom_sim_planned(tmp_path):
+    """The migration in the real flow: ``probe -o`` into a folder whose probe.json has no
+    header runs the new mode and writes the file back, header included, keeping its seed."""
+    out = tmp_path / "probe-old"
+    out.mkdir()
+    old = json.loads((RECORDS / "probe_v1_before_header" / PROBE_FILE).read_text())
+    config = load_probe_config(FACTUAL).model_dump(mode="json")
+    old["config_sha256"] = config_hash(config)  # the same probe as today's config file
+    (out / PROBE_FILE).write_text(json.dumps(old, indent=2))
+    args = [str(FACTUAL), "--mode", "static", "--runs", "3", "-o", str(out)]
+    stand_ins = ["--target", "scripted/probe-target", "--judge-model", "scripted/probe-judge"]
+    result = CliRunner().invoke(cli, ["probe", *args, *stand_ins], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    record = read_probe_file(out)
+    assert record.seed == old["seed"] and record.header.seed == old["seed"]
+    assert record.header.created_at == old["created_at"]  # made from the file, not now
+    assert record.modes["static"].status == "done" and record.modes["static"].completed == 3
+    assert record.modes["adaptive"].status == "planned"  # the modes not run are kept
+    assert "header" in json.loads((out / PROBE_FILE).read_text())
 
 
 # ─── report.json ────────────────────────────────────────────────────────────
