@@ -35,18 +35,18 @@ def collect(run_dir: Path) -> dict[str, Any]:
     if not (run_dir / HARNESS_FILE).is_file():
         raise LoomError(f"{run_dir} is not a harness run (no readable {HARNESS_FILE})")
     plan = HARNESS_FORMAT.read(run_dir / HARNESS_FILE)
-    sessions = []
+    sessions: list[dict[str, Any]] = []
     for entry in plan.sessions:
         folder = run_dir / entry.name
         summary = _load(folder / SUMMARY_FILE)
-        session = read_session(folder / SESSION_FILE)
+        started = read_session(folder / SESSION_FILE)
         sessions.append(
             {
                 "name": entry.name,
                 "scenario": entry.scenario,
                 "repeat": entry.repeat,
-                "status": session.status if session is not None else "not started",
-                "error": given(session.error) if session is not None else None,
+                "status": started.status if started is not None else "not started",
+                "error": given(started.error) if started is not None else None,
                 "summary": summary,
                 "scorecard": _load(folder / SCORECARD_FILE),
             }
