@@ -90,14 +90,24 @@ def record(mode: str, run_id: int, success: bool | None, category: str, strategy
 
 def write_logs(directory: Path, logs: dict[str, list[ProbeRecord]], true_rates=None) -> None:
     directory.mkdir(parents=True, exist_ok=True)
+    mode = {"runs": 5, "status": "done", "argv": [], "base_url": None, "timeout_s": 1.0}
     probe = {
         "format": "loom-sim.probe",
+        "format_version": 1,
+        "loom_sim_version": "0",
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "config_path": "t.yaml",
         "config_name": "t.yaml",
+        "config_sha256": "0",
         "seed": 1,
         "models": {"target": "openai/gpt-4.1", "judge": "openai/gpt-4.1"},
+        "target_system_prompt": None,
+        "rubric": {"id": "probe_contradiction", "version": "1.1", "digest": "0"},
         "true_rates": true_rates,
-        "modes": {mode: {"status": "done"} for mode in logs},
-    }
+        "versions": {},
+        "config": {},
+        "modes": {name: {**mode, "concurrency": 1} for name in logs},
+    }  # from before the plan header: reading it builds one
     (directory / "probe.json").write_text(json.dumps(probe))
     for mode, records in logs.items():
         log = ProbeLog(directory / f"{mode}.jsonl")

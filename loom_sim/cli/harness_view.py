@@ -21,6 +21,7 @@ from loom_sim.errors import LoomError
 from loom_sim.harness.bundle import Bundle
 from loom_sim.harness.plan import HARNESS_FILE
 from loom_sim.harness.records import SESSION_FILE, SUMMARY_FILE, HarnessTurn
+from loom_sim.harness.session_file import given, read_session
 
 
 def find_session(path: Path) -> Path | None:
@@ -49,24 +50,29 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def header(folder: Path, turns: list[HarnessTurn]) -> RenderableType:
-    session, summary = _load(folder / SESSION_FILE), _load(folder / SUMMARY_FILE)
-    scenario = session.get("scenario", {})
+    session, summary = read_session(folder / SESSION_FILE), _load(folder / SUMMARY_FILE)
+    scenario = session.scenario if session is not None else {}
     lines = Text()
     lines.append(f"{scenario.get('id', folder.name)}", "bold")
-    lines.append(f" · {session.get('persona_id', '?')} · {folder.name}")
-    lines.append(f" (seed {session.get('seeds', {}).get('session', '?')})\n")
-    models = " · ".join(f"{r} {s}" for r, s in session.get("models", {}).items())
-    lines.append(f"target {session.get('target', {}).get('name', '?')} · {models}\n", "dim")
+    lines.append(f" · {session.persona_id if session else '?'} · {folder.name}")
+    lines.append(f" (seed {session.seeds.session if session else '?'})\n")
+    models = " · ".join(f"{r} {s}" for r, s in (session.models if session else {}).items())
+    lines.append(f"target {session.target.name if session else '?'} · {models}\n", "dim")
     lines.append(f"goal: {scenario.get('goal', '')}\n")
-    status = session.get("status", "running")
+    status = session.status if session is not None else "running"
     lines.append("status ")
     lines.append(status, {"done": "green", "error": "bold red"}.get(status, "yellow"))
-    if session.get("stop_reason"):
-        lines.append(f" · stop {session['stop_reason']}")
-    if session.get("stop_detail"):
-        lines.append(f" ({session['stop_detail']})", "dim")
-    if session.get("error"):
-        lines.append(f"\nerror: {session['error']}", "red")
+    stop_reason, stop_detail, error = (
+        (given(session.stop_reason), given(session.stop_detail), given(session.error))
+        if session is not None
+        else (None, None, None)
+    )
+    if stop_reason:
+        lines.append(f" · stop {stop_reason}")
+    if stop_detail:
+        lines.append(f" ({stop_detail})", "dim")
+    if error:
+        lines.append(f"\nerror: {error}", "red")
     lines.append(f"\n{len(turns)} turns")
     if summary:
         lines.append(f" · score {summary['score']:.2f} · ")

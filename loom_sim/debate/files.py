@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from loom_sim.core.header import PlanHeader
+from loom_sim.core.records import RecordFormat
 from loom_sim.debate.cards import CardFile, CardRecord, RejectedCard
 from loom_sim.debate.messages import Line
 from loom_sim.debate.records import ChatTurn, DetectionRound, RoomLine, RoomMessage
@@ -59,6 +60,13 @@ class DebateRecord(msgspec.Struct, kw_only=True):
     base_url: str | None = None  # redacted: no credentials, no query
     created: str = ""
     header: PlanHeader | None = None  # the plan header every system's record carries
+
+
+# Version 1 is the only one written; fields added later (the redacted command line and base
+# URL, the plan header) have defaults, so files written before them still load.
+DEBATE_FORMAT: RecordFormat[DebateRecord] = RecordFormat(
+    DebateRecord, noun="debate file", version=FORMAT_VERSION
+)
 
 
 class Summary(msgspec.Struct, kw_only=True):
@@ -106,12 +114,11 @@ class DebateFiles:
         write_json(self.plan, record)
 
     def read_plan(self) -> DebateRecord:
-        try:
-            return msgspec.json.decode(self.plan.read_bytes(), type=DebateRecord)
-        except FileNotFoundError:
-            raise LoomError(f"{self.dir}: not a debate directory (no {PLAN_FILE})") from None
-        except msgspec.DecodeError as err:
-            raise LoomError(f"{self.plan}: unreadable ({err})") from None
+        """``debate.json`` of any version this loom-sim reads; a newer or damaged one is one
+        sentence naming it."""
+        if not self.plan.exists():
+            raise LoomError(f"{self.dir}: not a debate directory (no {PLAN_FILE})")
+        return DEBATE_FORMAT.read(self.plan)
 
     def cards(self) -> CardFile:
         if not self.cards_path.exists():

@@ -21,6 +21,7 @@ import msgspec
 from loom_sim import __version__
 from loom_sim.core.header import PlanHeader, plan_header, redact_argv, redact_url
 from loom_sim.core.lock import LOCK_FILE
+from loom_sim.core.records import RecordFormat
 from loom_sim.errors import LoomError
 from loom_sim.harness.actors.evaluator import RUBRIC_VERSION
 from loom_sim.harness.actors.reflector import PROMPT_VERSION as REFLECTOR_VERSION
@@ -29,6 +30,7 @@ from loom_sim.harness.bundle import Bundle
 from loom_sim.harness.packs import ROLES, LoadedPack, Pack, Persona, Policy, Scenario
 from loom_sim.harness.packs.spec import Ability
 from loom_sim.harness.records import INPUTS_DIR, SESSION_FILE, TARGET_DIR
+from loom_sim.harness.session_file import read_session
 from loom_sim.harness.targets import AdapterContext, target_from_option
 from loom_sim.plugins.adapters import TargetSettings
 from loom_sim.seeds import SeedSource
@@ -64,6 +66,11 @@ class HarnessRecord(msgspec.Struct, kw_only=True):
     sessions: list[SessionEntry]
     header: PlanHeader | None = None  # the plan header every system's record carries
     base_url: str | None = None  # --base-url, redacted (no credentials, no query)
+
+
+HARNESS_FORMAT: RecordFormat[HarnessRecord] = RecordFormat(
+    HarnessRecord, noun="harness file", version=FORMAT_VERSION
+)
 
 
 @dataclass(frozen=True)
@@ -305,10 +312,10 @@ def plan_resume(folder: Path) -> HarnessPlan:
     path = folder / HARNESS_FILE
     if not path.is_file():
         raise LoomError(f"{folder} is not a harness run (no {HARNESS_FILE})")
+    record = HARNESS_FORMAT.read(path)  # a newer or damaged file: one sentence naming it
     try:
-        record = msgspec.json.decode(path.read_bytes(), type=HarnessRecord)
         pack = Pack.model_validate(record.pack)
-    except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+    except ValueError as exc:
         raise LoomError(
             f"{path} cannot be read ({exc}); it was not written by this loom-sim"
         ) from None
@@ -320,7 +327,5 @@ def finished(spec: SessionSpec) -> bool:
     path = spec.bundle.path(SESSION_FILE)
     if not path.is_file():
         return False
-    try:
-        return msgspec.json.decode(path.read_bytes()).get("status") == "done"
-    except msgspec.DecodeError:
-        return False
+    session = read_session(path)
+    return session is not None and session.status == "done"

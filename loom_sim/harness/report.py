@@ -17,8 +17,9 @@ from typing import Any
 
 from loom_sim.errors import LoomError
 from loom_sim.harness.packs import COMPONENTS
-from loom_sim.harness.plan import HARNESS_FILE
+from loom_sim.harness.plan import HARNESS_FILE, HARNESS_FORMAT
 from loom_sim.harness.records import SCORECARD_FILE, SESSION_FILE, SUMMARY_FILE
+from loom_sim.harness.session_file import given, read_session
 from loom_sim.rates import pass_hat_k, wilson
 
 
@@ -31,21 +32,21 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 def collect(run_dir: Path) -> dict[str, Any]:
     """Every session's summary, scorecard and status, grouped by scenario."""
-    plan = _load(run_dir / HARNESS_FILE)
-    if plan is None:
+    if not (run_dir / HARNESS_FILE).is_file():
         raise LoomError(f"{run_dir} is not a harness run (no readable {HARNESS_FILE})")
-    sessions = []
-    for entry in plan["sessions"]:
-        folder = run_dir / entry["name"]
+    plan = HARNESS_FORMAT.read(run_dir / HARNESS_FILE)
+    sessions: list[dict[str, Any]] = []
+    for entry in plan.sessions:
+        folder = run_dir / entry.name
         summary = _load(folder / SUMMARY_FILE)
-        session = _load(folder / SESSION_FILE) or {}
+        started = read_session(folder / SESSION_FILE)
         sessions.append(
             {
-                "name": entry["name"],
-                "scenario": entry["scenario"],
-                "repeat": entry["repeat"],
-                "status": session.get("status", "not started"),
-                "error": session.get("error"),
+                "name": entry.name,
+                "scenario": entry.scenario,
+                "repeat": entry.repeat,
+                "status": started.status if started is not None else "not started",
+                "error": given(started.error) if started is not None else None,
                 "summary": summary,
                 "scorecard": _load(folder / SCORECARD_FILE),
             }
@@ -54,10 +55,10 @@ def collect(run_dir: Path) -> dict[str, Any]:
     for session in sessions:
         scenarios.setdefault(session["scenario"], []).append(session)
     return {
-        "pack": plan["pack_name"],
-        "seed": plan["seed"],
-        "models": plan["models"],
-        "target": plan.get("target"),
+        "pack": plan.pack_name,
+        "seed": plan.seed,
+        "models": plan.models,
+        "target": plan.target,
         "scenarios": [aggregate(sid, group) for sid, group in scenarios.items()],
         "sessions": sessions,
     }

@@ -25,6 +25,14 @@ from loom_sim.harness.plan import HarnessPlan, SessionSpec, finished
 from loom_sim.harness.records import SCORECARD_FILE, SESSION_FILE, SUMMARY_FILE, HarnessTurn
 from loom_sim.harness.scorecard import Outcome, abilities_used, scorecard
 from loom_sim.harness.session import ModelSource, Session
+from loom_sim.harness.session_file import FORMAT_VERSION as SESSION_FORMAT_VERSION
+from loom_sim.harness.session_file import (
+    PackRef,
+    SessionRecord,
+    SessionSeeds,
+    TargetRef,
+    read_session,
+)
 from loom_sim.harness.targets.continuation import DEFAULT_CONTINUATION
 from loom_sim.harness.targets.pty import PtySettings
 from loom_sim.harness.turn import SessionProgress, SessionResult
@@ -51,41 +59,41 @@ def resolved(spec: SessionSpec, target: TargetSettings) -> dict[str, Any]:
 
 
 def session_record(
-    spec: SessionSpec, plan: HarnessPlan, previous: dict[str, Any] | None
-) -> dict[str, Any]:
-    starts = [*(previous or {}).get("starts", []), _now()]
-    return {
-        "format_version": 1,
-        "session": spec.name,
-        "index": spec.index,
-        "repeat": spec.repeat,
-        "pack": {
-            "name": plan.record.pack_name,
-            "path": plan.record.pack_path,
-            "sha256": plan.record.pack_sha256,
-        },
-        "persona_id": spec.persona_id,
-        "persona": spec.persona.model_dump(mode="json"),
-        "scenario": spec.scenario.model_dump(mode="json"),
-        "policy": spec.policy.model_dump(mode="json"),
-        "target": {
-            "name": spec.target_name,
-            "settings": spec.target.model_dump(mode="json"),
-            "resolved": resolved(spec, spec.target),
-        },
-        "models": spec.models,
-        "seeds": {"run": spec.seed, "session": spec.session_seed},
-        "versions": {
+    spec: SessionSpec, plan: HarnessPlan, previous: SessionRecord | None
+) -> SessionRecord:
+    starts = [*(previous.starts if previous is not None else []), _now()]
+    return SessionRecord(
+        format_version=SESSION_FORMAT_VERSION,
+        session=spec.name,
+        index=spec.index,
+        repeat=spec.repeat,
+        pack=PackRef(
+            name=plan.record.pack_name,
+            path=plan.record.pack_path,
+            sha256=plan.record.pack_sha256,
+        ),
+        persona_id=spec.persona_id,
+        persona=spec.persona.model_dump(mode="json"),
+        scenario=spec.scenario.model_dump(mode="json"),
+        policy=spec.policy.model_dump(mode="json"),
+        target=TargetRef(
+            name=spec.target_name,
+            settings=spec.target.model_dump(mode="json"),
+            resolved=resolved(spec, spec.target),
+        ),
+        models=spec.models,
+        seeds=SessionSeeds(run=spec.seed, session=spec.session_seed),
+        versions={
             "loom_sim": __version__,
             "pack_schema": SCHEMA_VERSION,
             "user_prompt": USER_VERSION,
             "reflector_prompt": REFLECTOR_VERSION,
             "evaluator_rubric": RUBRIC_VERSION,
         },
-        "inputs": spec.input_names,
-        "starts": starts,
-        "status": "running",
-    }
+        inputs=spec.input_names,
+        starts=starts,
+        status="running",
+    )
 
 
 def summary(spec: SessionSpec, result: SessionResult, card: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +145,7 @@ def detectors_of(target: TargetSettings) -> dict[str, bool]:
 
 
 def finish(
-    spec: SessionSpec, plan: HarnessPlan, result: SessionResult, record: dict[str, Any]
+    spec: SessionSpec, plan: HarnessPlan, result: SessionResult, record: SessionRecord
 ) -> dict[str, Any]:
     outcome = Outcome(
         result.status,
@@ -152,14 +160,12 @@ def finish(
     bundle = spec.bundle
     bundle.write(SCORECARD_FILE, card)
     bundle.write(SUMMARY_FILE, brief)
-    record.update(
-        status=result.status,
-        stop_reason=brief["stop_reason"],
-        stop_detail=result.stop.detail if result.stop else None,
-        error=result.error,
-        ended_at=_now(),
-        elapsed_s=round(result.elapsed_s, 3),
-    )
+    record.status = result.status
+    record.stop_reason = brief["stop_reason"]
+    record.stop_detail = result.stop.detail if result.stop else None
+    record.error = result.error
+    record.ended_at = _now()
+    record.elapsed_s = round(result.elapsed_s, 3)
     bundle.write(SESSION_FILE, record)
     return brief
 
@@ -173,7 +179,7 @@ async def execute(
 
     async def one(spec: SessionSpec) -> None:
         async with limit:
-            previous = _read(spec.bundle.path(SESSION_FILE))
+            previous = read_session(spec.bundle.path(SESSION_FILE))
             record = session_record(spec, plan, previous)
             spec.bundle.write(SESSION_FILE, record)
             result = await Session(spec, models, progress).run()

@@ -13,10 +13,9 @@ never a key: keys are read from the environment by the model hub and go nowhere 
 
 from __future__ import annotations
 
-import json
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,16 @@ from loom_sim.models.hub import ModelHub
 from loom_sim.models.providers import provider_limits
 from loom_sim.probe.config import ProbeConfig, load_probe_config
 from loom_sim.probe.followups import render_followup
+from loom_sim.probe.probe_file import (
+    FORMAT,
+    FORMAT_VERSION,
+    PROBE_FILE,
+    PROBE_FORMAT,
+    BanditStateRecord,
+    ModeRecord,
+    ProbeFileRecord,
+    RubricRecord,
+)
 from loom_sim.probe.records import MODES, log_path
 from loom_sim.probe.stand_ins import (
     JUDGE_SPEC,
@@ -42,8 +51,6 @@ from loom_sim.probe.stand_ins import (
 from loom_sim.store.artifacts import config_hash, unique_dir, write_json
 from loom_sim.strategies.policies import STRATEGIES
 
-PROBE_FILE = "probe.json"
-FORMAT = "loom-sim.probe"
 DEFAULT_MODEL = "local/smollm2"
 STATE_ROOT = Path("results") / "probe-state"
 
@@ -77,15 +84,21 @@ class ProbePlan:
     runs: int
     target_system: str | None
     bandit_state: Path
-    record: dict[str, Any] = field(default_factory=dict)  # probe.json as written
+    record: ProbeFileRecord | None = None  # probe.json as written (set by plan_probe)
 
     @property
     def modes(self) -> tuple[str, ...]:
         return self.options.modes
 
     def update_mode(self, mode: str, **fields: Any) -> None:
-        """Merge ``fields`` into ``probe.json``'s entry for ``mode`` and write it."""
-        self.record["modes"].setdefault(mode, {}).update(fields)
+        """Set ``fields`` of ``probe.json``'s entry for ``mode`` and write it."""
+        assert self.record is not None, "update_mode before plan_probe"
+        entry = self.record.modes[mode]
+        for name, value in fields.items():
+            if name == "bandit_state":  # the runner gives it as data
+                setattr(entry, name, msgspec.convert(value, BanditStateRecord))
+            else:
+                setattr(entry, name, value)
         write_json(self.dir / PROBE_FILE, self.record)
 
 
@@ -155,45 +168,43 @@ def plan_probe(
         target_system=target_system,
         bandit_state=bandit_state,
     )
-    plan.record = previous or {
-        "format": FORMAT,
-        "format_version": 1,
-        "loom_sim_version": __version__,
-        "created_at": stamp.isoformat(timespec="seconds"),
-        "config_path": str(config_path),
-        "config_name": config_path.name,
-        "config_sha256": config_hash(config_data),
-        "seed": seed,
-        "models": {"target": options.target, "judge": options.judge},
-        "target_system_prompt": target_system,
-        "rubric": {
-            "id": contradiction.RUBRIC_ID,
-            "version": contradiction.RUBRIC_VERSION,
-            "digest": contradiction.template_digest(),
-        },
-        "true_rates": options.true_rates or known_rates(config, options.target, options.judge),
-        "versions": versions(),
-        "config": config_data,
-        "modes": {},
-        "header": msgspec.to_builtins(
-            plan_header(
-                format_version=1,
-                seed=seed,
-                argv=argv,
-                rubric_versions={contradiction.RUBRIC_ID: contradiction.RUBRIC_VERSION},
-            )
+    plan.record = previous or ProbeFileRecord(
+        format=FORMAT,
+        format_version=FORMAT_VERSION,
+        loom_sim_version=__version__,
+        created_at=stamp.isoformat(timespec="seconds"),
+        config_path=str(config_path),
+        config_name=config_path.name,
+        config_sha256=config_hash(config_data),
+        seed=seed,
+        models={"target": options.target, "judge": options.judge},
+        target_system_prompt=target_system,
+        rubric=RubricRecord(
+            id=contradiction.RUBRIC_ID,
+            version=contradiction.RUBRIC_VERSION,
+            digest=contradiction.template_digest(),
         ),
-    }
+        true_rates=options.true_rates or known_rates(config, options.target, options.judge),
+        versions=versions(),
+        config=config_data,
+        modes={},
+        header=plan_header(
+            format_version=FORMAT_VERSION,
+            seed=seed,
+            argv=argv,
+            rubric_versions={contradiction.RUBRIC_ID: contradiction.RUBRIC_VERSION},
+        ),
+    )
     argv_shown = redact_argv(argv)
     for mode in options.modes:
-        plan.record["modes"][mode] = {
-            "runs": plan.runs,
-            "status": "planned",
-            "argv": argv_shown,
-            "base_url": redact_url(options.base_url),
-            "timeout_s": options.timeout_s,
-            "concurrency": 1 if mode == "bandit" else max(1, options.concurrency),
-        }
+        plan.record.modes[mode] = ModeRecord(
+            runs=plan.runs,
+            status="planned",
+            argv=argv_shown,
+            base_url=redact_url(options.base_url),
+            timeout_s=options.timeout_s,
+            concurrency=1 if mode == "bandit" else max(1, options.concurrency),
+        )
     return plan
 
 
@@ -214,17 +225,16 @@ def write_plan(plan: ProbePlan) -> None:
     write_json(plan.dir / PROBE_FILE, plan.record)
 
 
-def read_probe_file(directory: Path) -> dict[str, Any]:
+def read_probe_file(directory: Path) -> ProbeFileRecord:
+    """The probe in ``directory``, of any version this loom-sim reads; one plain sentence
+    naming the file when it is not usable."""
     path = directory / PROBE_FILE
     if not path.is_file():
         raise LoomError(f"{directory}: not a probe directory (no {PROBE_FILE})")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise LoomError(f"{path}: unreadable ({err})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    raw = PROBE_FORMAT.raw(path)
+    if raw.get("format") != FORMAT:
         raise LoomError(f"{path}: not a loom-sim probe file")
-    return data
+    return PROBE_FORMAT.decode(path, raw)
 
 
 # ─── helpers ────────────────────────────────────────────────────────────────
@@ -234,7 +244,7 @@ def _new_dir(root: Path, stem: str, stamp: datetime) -> Path:
     return unique_dir(root / f"probe-{stem}-{stamp.strftime('%Y%m%dT%H%M%SZ')}")
 
 
-def _previous(directory: Path) -> dict[str, Any] | None:
+def _previous(directory: Path) -> ProbeFileRecord | None:
     if not directory.exists():
         return None
     if not (directory / PROBE_FILE).exists():
@@ -244,19 +254,19 @@ def _previous(directory: Path) -> dict[str, Any] | None:
     return read_probe_file(directory)
 
 
-def _seed(options: ProbeOptions, previous: dict[str, Any] | None, directory: Path) -> int:
+def _seed(options: ProbeOptions, previous: ProbeFileRecord | None, directory: Path) -> int:
     if previous is not None:
-        if options.seed is not None and options.seed != previous["seed"]:
+        if options.seed is not None and options.seed != previous.seed:
             raise LoomError(
-                f"{directory} holds a probe with seed {previous['seed']}; its runs would not be "
+                f"{directory} holds a probe with seed {previous.seed}; its runs would not be "
                 f"paired with seed {options.seed}. Leave out --seed or give another --output"
             )
-        return int(previous["seed"])
+        return previous.seed
     return options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
 
 
 def _check_same_probe(
-    previous: dict[str, Any],
+    previous: ProbeFileRecord,
     directory: Path,
     digest: str,
     options: ProbeOptions,
@@ -264,13 +274,13 @@ def _check_same_probe(
 ) -> None:
     """A mode added to a directory must probe the same thing as the modes already there."""
     differences = []
-    if previous.get("config_sha256") != digest:
-        differences.append(f"another config ({previous.get('config_name')})")
-    models = previous.get("models", {})
+    if previous.config_sha256 != digest:
+        differences.append(f"another config ({previous.config_name})")
+    models = previous.models
     for role, spec in (("target", options.target), ("judge", options.judge)):
         if models.get(role) != spec:
             differences.append(f"{role} {models.get(role)}, not {spec}")
-    if previous.get("target_system_prompt") != target_system:
+    if previous.target_system_prompt != target_system:
         differences.append("another target system prompt")
     if differences:
         raise LoomError(

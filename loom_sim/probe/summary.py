@@ -20,8 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from loom_sim.probe import stats
 from loom_sim.probe.plan import read_probe_file
+from loom_sim.probe.probe_file import BanditStateRecord, ProbeFileRecord
 from loom_sim.probe.records import MODES, ProbeRecord, log_path, read_log
 from loom_sim.probe.stand_ins import JUDGE_SPEC, TARGET_SPEC
 from loom_sim.probe.summary_md import render_markdown
@@ -80,13 +83,13 @@ def summarise(directory: Path) -> dict[str, Any]:
     probe = read_probe_file(directory)
     logs = load_logs(directory)
     everything = [r for records in logs.values() for r in records]
-    models = dict(probe.get("models", {}))
+    models = dict(probe.models)
     summary: dict[str, Any] = {
         "directory": str(directory),
-        "config_name": probe.get("config_name"),
-        "seed": probe.get("seed"),
+        "config_name": probe.config_name,
+        "seed": probe.seed,
         "models": models,
-        "rubric": probe.get("rubric"),
+        "rubric": msgspec.to_builtins(probe.rubric),
         "notes": stand_in_notes(models),
         "modes": {},
     }
@@ -111,7 +114,8 @@ def summarise(directory: Path) -> dict[str, Any]:
         entry = stats.tally(records)["all"].to_dict() if records else stats.Rate().to_dict()
         curve = final.get(mode) or []
         entry["regret_per_run"] = round(curve[-1] / len(curve), 4) if curve else None
-        entry["status"] = probe.get("modes", {}).get(mode, {}).get("status")
+        planned = probe.modes.get(mode)
+        entry["status"] = planned.status if planned is not None else None
         summary["modes"][mode] = entry
     return summary
 
@@ -151,9 +155,9 @@ def _comparison(logs: dict[str, list[ProbeRecord]], found_by: str, baseline: str
 
 
 def _regret(
-    probe: dict[str, Any], logs: dict[str, list[ProbeRecord]], everything: list[ProbeRecord]
+    probe: ProbeFileRecord, logs: dict[str, list[ProbeRecord]], everything: list[ProbeRecord]
 ) -> dict[str, Any]:
-    true_rates = probe.get("true_rates")
+    true_rates = probe.true_rates
     if true_rates:
         rates = true_rates
         reference = "true"
@@ -174,11 +178,12 @@ def _regret(
     return {"reference": reference, "note": note, "rates": rates, "curves": curves}
 
 
-def _bandit_state(probe: dict[str, Any]) -> dict[str, Any] | None:
+def _bandit_state(probe: ProbeFileRecord) -> dict[str, Any] | None:
     """Where the bandit's counts live and how many outcomes it had learned before and after
     this directory's bandit runs (it may have started from an earlier probe's)."""
-    state = probe.get("modes", {}).get("bandit", {}).get("bandit_state")
-    if not state:
+    bandit = probe.modes.get("bandit")
+    state = bandit.bandit_state if bandit is not None else msgspec.UNSET
+    if not isinstance(state, BanditStateRecord):
         return None
 
     def learned(counts: dict[str, Any] | None) -> int | None:
@@ -189,9 +194,11 @@ def _bandit_state(probe: dict[str, Any]) -> dict[str, Any] | None:
         )
 
     return {
-        "path": state.get("path"),
-        "learned_before": learned(state.get("counts_before")),
-        "learned_after": learned(state.get("counts_after")),
+        "path": state.path,
+        "learned_before": learned(state.counts_before),
+        "learned_after": learned(
+            None if state.counts_after is msgspec.UNSET else state.counts_after
+        ),
     }
 
 

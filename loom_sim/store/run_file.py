@@ -17,7 +17,6 @@ without it still load; it is the one part rewritten after planning, when a sessi
 from __future__ import annotations
 
 import os
-import stat
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -26,6 +25,7 @@ import msgspec
 
 from loom_sim.config.spec import LoomConfig
 from loom_sim.core.header import PlanHeader
+from loom_sim.core.records import read_bytes
 from loom_sim.errors import LoomError
 from loom_sim.store.artifacts import write_json
 from loom_sim.store.distribution import Execution, Shard
@@ -150,34 +150,6 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     if version < 3:  # matrix runs arrived: a record says which kind of run.json it is
         data["kind"] = RUN_KIND
     data["format_version"] = FORMAT_VERSION
-    return data
-
-
-def read_bytes(path: Path, limit: int = MAX_RUN_FILE_BYTES) -> bytes:
-    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes; else one
-    sentence. Opened without blocking and checked after opening, so a FIFO or a device put
-    where a file belongs (or swapped in meanwhile) is refused, never waited on or read forever.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise LoomError(f"{path}: no such file") from None
-    except OSError as err:
-        raise LoomError(f"{path}: unreadable ({err.strerror or err})") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise LoomError(f"{path}: unreadable (a folder, not a file)")
-        if not stat.S_ISREG(mode):
-            raise LoomError(f"{path}: unreadable (a pipe, socket or device, not a file)")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(limit + 1)
-    except OSError as err:
-        raise LoomError(f"{path}: unreadable ({err.strerror or err})") from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise LoomError(f"{path}: unreadable (larger than {limit // 2**20} MB)")
     return data
 
 

@@ -12,8 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from loom_sim.rollout.report.data import build_report
+from loom_sim.rollout.report.record import ReportRecord, read_report, report_record
 
-__all__ = ["build_report", "report_json", "write_report"]
+__all__ = [
+    "ReportRecord",
+    "build_report",
+    "read_report",
+    "report_json",
+    "report_record",
+    "write_report",
+]
 
 
 def report_json(data: dict[str, Any]) -> str:
@@ -31,7 +39,7 @@ def write_report(run_dir: Path | str, output: Path | str | None = None) -> list[
     data = build_report(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {
-        "report.json": report_json(data),
+        "report.json": report_json(report_record(data).data()),  # written through its type
         "report.md": render_markdown(data),
         "report.html": render_html(data),
     }

@@ -26,6 +26,7 @@ from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.adversary import adversary_section
 from loom_sim.rollout.report.conformance import rollout_conformance
+from loom_sim.rollout.report.record import REPORT_VERSION, answering
 from loom_sim.rollout.report.target import is_target, target_section
 from loom_sim.rollout.scoring.aggregate import summarise
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE, TurnLog, read_transcript
@@ -36,7 +37,6 @@ from loom_sim.store.records import (
 )
 from loom_sim.store.run_file import RunRecord, placeholder_transcript, read_run
 
-REPORT_VERSION = "1"
 EMBEDDED_JUDGE = "local/smollm2"
 EMBEDDED_NOTICE = (
     "The judge was the embedded SmolLM2-135M model: its judgements are not meaningful; "
@@ -352,16 +352,6 @@ def run_aggregates(rollouts: list[dict[str, Any]], scorers: list[str]) -> dict[s
             "failed": sum(int(a.get("failed") or 0) for a in per),
         }
     return out
-
-
-def answering(models: dict[str, str]) -> list[dict[str, str]]:
-    """The models that answered the persona (every role but the persona's and the judge's)."""
-    labels = {"interlocutor": "interlocutor (under evaluation)"}
-    return [
-        {"role": role, "spec": spec, "label": labels.get(role, role)}
-        for role, spec in models.items()
-        if role not in ("persona", "judge")
-    ] or [{"role": "interlocutor", "spec": "?", "label": labels["interlocutor"]}]
 
 
 def build_report(run_dir: Path | str) -> dict[str, Any]:

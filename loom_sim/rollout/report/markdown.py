@@ -20,7 +20,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
+
 from loom_sim.rollout.monitors import validity
+from loom_sim.rollout.report.record import ReportRecord, RolloutReport, report_record
 from loom_sim.rollout.report.target_tables import SCALES_NOTE, blocks
 
 FLAGGED_PER_ROLLOUT = 10
@@ -110,7 +113,10 @@ def most_severe(flagged: list[dict[str, Any]], limit: int) -> list[dict[str, Any
     return sorted(sorted(flagged, key=severity)[:limit], key=lambda f: f["turn"])
 
 
-def rollout_line(rollout: dict[str, Any]) -> str:
+def rollout_line(rollout: RolloutReport | dict[str, Any]) -> str:
+    """How a rollout stopped, in a few words (the HTML page gives it as data)."""
+    if isinstance(rollout, RolloutReport):
+        rollout = msgspec.structs.asdict(rollout)
     stop = rollout["stop_reason"] or rollout["status"]
     if rollout["status"] == "error":
         stop = f"error: {excerpt(rollout['error'], 100)}"
@@ -139,33 +145,33 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [*lines, ""]
 
 
-def _header(data: dict[str, Any]) -> list[str]:
-    run, models = data["run"], data["models"]
-    lines = [f"# loom-sim report: {_md(run['persona'] or '?')} — {_md(run['config_name'])}", ""]
-    if data["judge"]["notice"]:
-        lines += [f"> **⚠ {data['judge']['notice']}**", ""]
-    statuses = ", ".join(f"{n} {s}" for s, n in data["statuses"].items())
-    turns = sorted({r["turns"] for r in data["rollouts"]})
+def _header(report: ReportRecord) -> list[str]:
+    run, models = report.run, report.models
+    lines = [f"# loom-sim report: {_md(run.persona or '?')} — {_md(run.config_name)}", ""]
+    if report.judge.notice:
+        lines += [f"> **⚠ {report.judge.notice}**", ""]
+    statuses = ", ".join(f"{n} {s}" for s, n in report.statuses.items())
+    turns = sorted({r.turns for r in report.rollouts})
     lines += [
-        f"Run `{_md(run['dir'])}` · created {run['created_at'] or '?'} · seed {run['seed']} · "
-        f"{plural(len(data['rollouts']), 'rollout')} ({statuses}) × "
+        f"Run `{_md(run.dir)}` · created {run.created_at or '?'} · seed {run.seed} · "
+        f"{plural(len(report.rollouts), 'rollout')} ({statuses}) × "
         f"{'/'.join(map(str, turns))} turns · cost "
-        + (f"${run['cost_usd']:.4f}" if run["cost_usd"] is not None else "unknown"),
+        + (f"${run.cost_usd:.4f}" if run.cost_usd is not None else "unknown"),
         "",
         f"Persona model `{_md(models.get('persona', '?'))}` · "
-        + " · ".join(f"{a['label']} `{_md(a['spec'])}`" for a in data["answering"])
+        + " · ".join(f"{a.label} `{_md(a.spec)}`" for a in report.answering)
         + " · judge "
-        + ", ".join(f"`{_md(j)}`" for j in data["judge"]["specs"]),
+        + ", ".join(f"`{_md(j)}`" for j in report.judge.specs),
         "",
     ]
-    for rollout in data["rollouts"]:
-        if rollout["status"] != "done":
+    for rollout in report.rollouts:
+        if rollout.status != "done":
             lines.append(
-                f"- {rollout['rollout']}: {rollout['status']} after {rollout['turns']} "
-                f"turns — {_md(rollout['error'] or rollout['stop_detail'] or '')}"
+                f"- {rollout.rollout}: {rollout.status} after {rollout.turns} "
+                f"turns — {_md(rollout.error or rollout.stop_detail or '')}"
             )
-        elif not rollout["scored"]:
-            lines.append(f"- {rollout['rollout']}: not scored")
+        elif not rollout.scored:
+            lines.append(f"- {rollout.rollout}: not scored")
     return [*lines, ""] if lines[-1] != "" else lines
 
 
@@ -188,8 +194,8 @@ def _target(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _scores(data: dict[str, Any]) -> list[str]:
-    scorers = data["scorers"]
+def _scores(report: ReportRecord) -> list[str]:
+    scorers = report.scorers
     if not scorers:
         return ["## Persona-simulator scores", "", NOT_SCORED, ""]
     lines = [
@@ -201,38 +207,39 @@ def _scores(data: dict[str, Any]) -> list[str]:
     ]
     rows = []
     for scorer in scorers:
-        stats = data["aggregates"][scorer]
+        stats = report.aggregates[scorer]
+        figures = msgspec.structs.asdict(stats)
         rows.append(
             [
                 scorer,
-                spread(stats),
-                value_range(stats),
-                str(stats["n_rollouts"]),
-                str(stats["turns_scored"]),
-                str(stats["failed"]),
+                spread(figures),
+                value_range(figures),
+                str(stats.n_rollouts),
+                str(stats.turns_scored),
+                str(stats.failed),
             ]
         )
     lines += _table(["scorer", "mean ± sd", "range", "rollouts", "turns scored", "failed"], rows)
     rows = [
-        [r["rollout"], r["status"], _md(rollout_line(r)), str(r["turns"])]
-        + [fmt((r["aggregates"].get(s) or {}).get("headline")) for s in scorers]
-        for r in data["rollouts"]
+        [r.rollout, r.status, _md(rollout_line(r)), str(r.turns)]
+        + [fmt((r.aggregates.get(s) or {}).get("headline")) for s in scorers]
+        for r in report.rollouts
     ]
     return lines + _table(["rollout", "status", "stop", "turns", *scorers], rows)
 
 
-def _phases(data: dict[str, Any]) -> list[str]:
+def _phases(report: ReportRecord) -> list[str]:
     lines: list[str] = []
-    if data["scorers"] and data["by_phase"]:
+    if report.scorers and report.by_phase:
         lines += ["## By phase", "", "Mean score per phase (over rollouts).", ""]
         rows = [
-            [_md(p)] + [fmt(data["by_phase"].get(p, {}).get(s)) for s in data["scorers"]]
-            for p in data["phases"]
-            if p in data["by_phase"]
+            [_md(p)] + [fmt(report.by_phase.get(p, {}).get(s)) for s in report.scorers]
+            for p in report.phases
+            if p in report.by_phase
         ]
-        lines += _table(["phase", *data["scorers"]], rows)
-    if data["trajectory_gap"]:
-        dims = data["dimensions"]
+        lines += _table(["phase", *report.scorers], rows)
+    if report.trajectory_gap:
+        dims = report.dimensions
         lines += [
             "## Trajectory gap",
             "",
@@ -241,53 +248,53 @@ def _phases(data: dict[str, Any]) -> list[str]:
             "",
         ]
         rows = [
-            [_md(p)] + [signed(data["trajectory_gap"].get(p, {}).get(d)) for d in dims]
-            for p in data["phases"]
-            if p in data["trajectory_gap"]
+            [_md(p)] + [signed(report.trajectory_gap.get(p, {}).get(d)) for d in dims]
+            for p in report.phases
+            if p in report.trajectory_gap
         ]
         lines += _table(["phase", *map(_md, dims)], rows)
     return lines
 
 
-def _stagnation(data: dict[str, Any]) -> list[str]:
+def _stagnation(report: ReportRecord) -> list[str]:
     lines = ["## Stagnation", ""]
     seen: dict[str, list[str]] = {}
-    for r in data["rollouts"]:
-        t = r["stagnation"]["thresholds"]
+    for r in report.rollouts:
+        t = r.stagnation["thresholds"]
         seen.setdefault(
             f"loop similarity {fmt(t['loop'])}, convergence {fmt(t['convergence'])} "
             f"({t['backend']} backend, window {t['window']}, from turn {t['min_turn'] + 1})",
             [],
-        ).append(r["rollout"])
+        ).append(r.rollout)
     for text, names in seen.items():
         which = "" if len(seen) == 1 else f" ({', '.join(names)})"
         lines += [f"Monitor thresholds{which}: {text}.", ""]
     rows = []
-    for r in data["rollouts"]:
-        s = r["stagnation"]
+    for r in report.rollouts:
+        s = r.stagnation
         triggers = ", ".join(f"{n} {m}" for m, n in s["triggers"].items()) or "none"
         rows.append(
-            [r["rollout"], spans_text(s["loop_spans"]), triggers, signed(s["novelty_trend"], 3)]
+            [r.rollout, spans_text(s["loop_spans"]), triggers, signed(s["novelty_trend"], 3)]
         )
     lines += _table(["rollout", "loop spans", "monitor triggers", "novelty trend / turn"], rows)
-    for r in data["rollouts"]:
-        fired = [e for e in r["monitor_events"] if e["action"] == "emergency_injection"]
+    for r in report.rollouts:
+        fired = [e for e in r.monitor_events if e["action"] == "emergency_injection"]
         for event in fired:
-            lines.append(f"- {r['rollout']}: {_md(event_text(event))}")
+            lines.append(f"- {r.rollout}: {_md(event_text(event))}")
     return [*lines, ""] if lines[-1] != "" else lines
 
 
-def _flagged(data: dict[str, Any]) -> list[str]:
-    total = sum(len(r["flagged"]) for r in data["rollouts"])
+def _flagged(report: ReportRecord) -> list[str]:
+    total = sum(len(r.flagged) for r in report.rollouts)
     lines = ["## Flagged turns", ""]
     if not total:
         return [*lines, "None.", ""]
-    for r in data["rollouts"]:
-        if not r["flagged"]:
+    for r in report.rollouts:
+        if not r.flagged:
             continue
-        shown = most_severe(r["flagged"], FLAGGED_PER_ROLLOUT)
-        which = "" if len(shown) == len(r["flagged"]) else f"; the {len(shown)} most severe"
-        lines += [f"### {r['rollout']} ({len(r['flagged'])} flagged{which})", ""]
+        shown = most_severe(r.flagged, FLAGGED_PER_ROLLOUT)
+        which = "" if len(shown) == len(r.flagged) else f"; the {len(shown)} most severe"
+        lines += [f"### {r.rollout} ({len(r.flagged)} flagged{which})", ""]
         for flag in shown:
             reasons = "; ".join(_md(x) for x in flag["reasons"])
             turn = flag["turn"] + 1
@@ -298,7 +305,7 @@ def _flagged(data: dict[str, Any]) -> list[str]:
                 lines.append(f"  - {speaker}: “{_md(excerpt(flag['interlocutor']))}”")
             for event in flag.get("monitor_events", []):
                 lines.append(f"  - monitor: {_md(event_text(event))}")
-        more = len(r["flagged"]) - FLAGGED_PER_ROLLOUT
+        more = len(r.flagged) - FLAGGED_PER_ROLLOUT
         if more > 0:
             lines.append(f"- … and {more} more in report.html and report.json")
         lines.append("")
@@ -468,7 +475,11 @@ def _evidence(evidence: dict[str, Any] | None) -> str:
 
 
 def render_markdown(data: dict[str, Any]) -> str:
-    lines = _header(data) + _target(data)
-    lines += _scores(data) + _phases(data) + _stagnation(data) + _adversary(data)
-    lines += _following_the_plan(data) + _flagged(data)
+    """The report as Markdown. The sections of fixed shape read ``report.json``'s typed
+    record; the target, adversary and conformance sections are shaped by their scorers and
+    read as data."""
+    report = report_record(data)
+    lines = _header(report) + _target(data)
+    lines += _scores(report) + _phases(report) + _stagnation(report) + _adversary(data)
+    lines += _following_the_plan(data) + _flagged(report)
     return "\n".join(lines).rstrip("\n") + "\n"
