@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def split_options(argv: Sequence[str]) -> tuple[dict[str, int], list[str]]:
@@ -43,13 +44,13 @@ def set_defaults(n_ctx: int, max_tokens: int, seed: int = -1) -> None:
     build = llama_cpp.Llama.__init__
     reply = llama_cpp.Llama.create_chat_completion
 
-    def with_context(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def with_context(self: Any, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("n_ctx", n_ctx)
         if seed >= 0:
             kwargs.setdefault("seed", seed)
         build(self, *args, **kwargs)
 
-    def with_length(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def with_length(self: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("max_tokens") is None:
             kwargs["max_tokens"] = max_tokens
         return reply(self, *args, **kwargs)
