@@ -160,6 +160,9 @@ def run_matrix(
             if record.shard is None:
                 for path in report_matrix(plan.dir):
                     click.echo(f"report: {path}")
+                from loom_sim.rollout.report.headline import print_headline
+
+                print_headline(plan.dir)
     click.echo(f"results in {plan.dir}")
     if record.shard is not None:
         click.echo(

@@ -29,6 +29,7 @@ from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.resources import find
+from loom_sim.rollout.report.headline import print_headline
 from loom_sim.rollout.runtime.cells import plan_cells
 from loom_sim.rollout.runtime.progress import PlainProgress, RichProgress
 from loom_sim.rollout.runtime.run import (
@@ -333,6 +334,7 @@ def run(
         )
         if plan.record.shard is None:
             _report(plan.dir)
+            print_headline(plan.dir)
     if plan.record.shard is not None:
         _merge_hint(plan.dir, plan.record.shard)
     click.echo(f"results in {plan.dir}")

@@ -281,6 +281,9 @@ def build_compare(
                 "turns": sum(len(m.transcript.turns) for m in members),
                 "statuses": _count(m.status for m in members),
                 "cost_usd": _cost(members),
+                "flagged_turns": sum(
+                    len(m.transcript.scores.flagged) for m in members if m.transcript.scores
+                ),
                 "scores": {
                     s: _summary(s, [rollout_value(m.transcript, s) for m in members])
                     for s in scorers

@@ -26,6 +26,7 @@ from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.adversary import adversary_section
 from loom_sim.rollout.report.conformance import rollout_conformance
+from loom_sim.rollout.report.faults import faults_section
 from loom_sim.rollout.report.target import is_target, target_section
 from loom_sim.rollout.scoring.aggregate import summarise
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE, TurnLog, read_transcript
@@ -436,6 +437,7 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
             "rollouts_with_loops": sum(1 for r in rollouts if r["stagnation"]["loop_spans"]),
             "triggers": dict(sorted(triggers.items())),
         },
+        "faults": faults_section([record], transcripts),
         "adversary": adversary_section(run, transcripts),
         "target": target_section(
             transcripts,

@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from loom_sim.rollout.monitors import validity
+from loom_sim.rollout.report.faults import faults_markdown
 from loom_sim.rollout.report.target_tables import SCALES_NOTE, blocks
 
 FLAGGED_PER_ROLLOUT = 10
@@ -470,5 +471,5 @@ def _evidence(evidence: dict[str, Any] | None) -> str:
 def render_markdown(data: dict[str, Any]) -> str:
     lines = _header(data) + _target(data)
     lines += _scores(data) + _phases(data) + _stagnation(data) + _adversary(data)
-    lines += _following_the_plan(data) + _flagged(data)
+    lines += _following_the_plan(data) + faults_markdown(data.get("faults")) + _flagged(data)
     return "\n".join(lines).rstrip("\n") + "\n"
