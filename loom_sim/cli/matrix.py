@@ -160,7 +160,7 @@ def run_matrix(
             if record.shard is None:
                 for path in report_matrix(plan.dir):
                     click.echo(f"report: {path}")
-                from loom_sim.rollout.report.headline import print_headline
+                from loom_sim.compare.headline import print_headline
 
                 print_headline(plan.dir)
     click.echo(f"results in {plan.dir}")

@@ -27,8 +27,8 @@ def report(run_dir: Path, output: Path | None) -> None:
     """Write report.json (every number), report.md (a one-minute summary) and report.html
     (self-contained, with charts) for a run."""
     from loom_sim.cli import matrix
+    from loom_sim.compare.headline import print_headline
     from loom_sim.rollout.report import write_report
-    from loom_sim.rollout.report.headline import print_headline
     from loom_sim.store.matrix_file import is_matrix
 
     if not run_dir.exists():

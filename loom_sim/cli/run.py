@@ -22,6 +22,7 @@ from loom_sim.cli.options import (
     parse_pairs,
     timeout_option,
 )
+from loom_sim.compare.headline import print_headline
 from loom_sim.core import interrupt
 from loom_sim.core.lock import hold
 from loom_sim.errors import LoomError
@@ -29,7 +30,6 @@ from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.resources import find
-from loom_sim.rollout.report.headline import print_headline
 from loom_sim.rollout.runtime.cells import plan_cells
 from loom_sim.rollout.runtime.progress import PlainProgress, RichProgress
 from loom_sim.rollout.runtime.run import (

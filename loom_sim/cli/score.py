@@ -143,6 +143,6 @@ def score(
 
 def headline(run_dir: Path) -> None:
     """The scored run's headline table, after the paths it updated."""
-    from loom_sim.rollout.report.headline import print_headline
+    from loom_sim.compare.headline import print_headline
 
     print_headline(run_dir)
