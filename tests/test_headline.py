@@ -99,16 +99,28 @@ def test_a_run_without_faults_says_so(tmp_path):
 @pytest.mark.slow
 def test_a_matrix_ends_with_the_comparison_and_names_each_arm_scored(tmp_path):
     out = tmp_path / "matrix"
-    result = CliRunner().invoke(
-        cli,
-        ["run", str(MANIA), *COMMON, "-o", str(out), "--persona-model", "scripted/varied"]
-        + ["--target", "scripted/varied", "--target", "scripted/paraphrase"],
-    )
+    with FakeOpenAIServer(fault_sequence="429,ok,429", retry_after=0.01) as server:
+        result = CliRunner().invoke(
+            cli,
+            ["run", str(MANIA), *COMMON, "-o", str(out), "--persona-model", "scripted/varied"]
+            + ["--target", "scripted/varied", "--target", "openai/fake"]
+            + ["--base-url", server.base_url],
+        )
+        n = server.stats()["faults_by_kind"].get("429", 0)
     assert result.exit_code == 0, result.output
+    assert n == 2
     headline = result.stdout[result.stdout.rindex("report: ") :]
-    assert "scripted/varied" in headline and "scripted/paraphrase" in headline
-    assert "scripted/paraphrase − scripted/varied" in headline  # the difference column
+    assert "scripted/varied" in headline and "openai/fake" in headline
+    assert "openai/fake − scripted/varied" in headline  # the difference column
+    assert "sis (yes/no)" in headline
+    assert f"faults: openai/fake: {n} retried (HTTP 429 ×{n})" in headline
     arms = sorted(p.name for p in out.iterdir() if (p / "run.json").is_file())
     assert len(arms) == 2
     for arm in arms:
         assert f"scoring {arm} rollout_000: turn 1/2" in result.stderr
+    # The cells' retries are the matrix's (one hub serves every arm): in its run.json and report.
+    assert json.loads((out / "run.json").read_text())["faults"] == {
+        "openai/fake": {"retried": {"HTTP 429": n}, "gave_up": 0}
+    }
+    assert f"| openai/fake | {n} | HTTP 429 ×{n} | 0 |" in (out / "report.md").read_text()
+    assert f"HTTP 429 ×{n}" in (out / "report.html").read_text()

@@ -21,6 +21,7 @@ from loom_sim.compare.markdown import scorer_rows
 from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.faults import budget_text, faults_section, reason_text
+from loom_sim.runs.load import RunResults
 
 __all__ = ["headline", "print_headline"]
 
@@ -34,6 +35,8 @@ def _scale(scorer: str) -> str:
     if scorer not in SCORERS:
         return ""
     info = SCORERS.get(scorer)
+    if info.kind == "rate":
+        return " (yes/no)"
     low, high = info.scale
     return f" ({low:g}–{high:g}{'' if info.higher_is_better else ', lower is better'})"
 
@@ -82,6 +85,15 @@ def _faults_line(section: dict[str, Any]) -> Text:
     return Text("faults: " + "; ".join(parts), "dim")
 
 
+def faults_of(results: RunResults) -> dict[str, Any]:
+    """The faults section of a run, or of a matrix: its cells' (in the matrix's run.json) and
+    each arm's scoring (in the arm's)."""
+    records: list[Any] = [arm.record for arm in results.arms]
+    if results.kind == "matrix":
+        records.append(results.record)
+    return faults_section(records, [r.transcript for r in results.rollouts])
+
+
 def headline(run_dir: Path | str) -> RenderableType | None:
     """The headline of the run (or matrix) in ``run_dir``; None when no rollout has a turn."""
     from loom_sim.compare import build_compare
@@ -103,8 +115,7 @@ def headline(run_dir: Path | str) -> RenderableType | None:
     for d in beyond:
         prefix = f"{d['config']}: " if len(data["configs"]) > 1 else ""
         parts.append(Text(f"  {prefix}{d['sentence']}", "bold"))
-    records = [arm.record for arm in results.arms]
-    parts.append(_faults_line(faults_section(records, [r.transcript for r in results.rollouts])))
+    parts.append(_faults_line(faults_of(results)))
     return Group(*parts)
 
 

@@ -169,10 +169,10 @@ def run_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
 def _faults(results: Any) -> Any:
     """Model calls retried and given up, replies asked again, budgets: the report's section,
     over every arm of a matrix."""
-    from loom_sim.rollout.report.faults import faults_html, faults_section
+    from loom_sim.compare.headline import faults_of
+    from loom_sim.rollout.report.faults import faults_html
 
-    records = [arm.record for arm in results.arms]
-    return faults_html(faults_section(records, [r.transcript for r in results.rollouts]))
+    return faults_html(faults_of(results))
 
 
 def _parent_run(resolver: Resolver, run_dir: Path) -> str | None:
