@@ -22,6 +22,8 @@ from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.faults import budget_text, faults_section, reason_text
 from loom_sim.runs.load import RunResults
+from loom_sim.store.matrix_file import MatrixRecord
+from loom_sim.store.run_file import RunRecord
 
 __all__ = ["headline", "print_headline"]
 
@@ -88,7 +90,7 @@ def _faults_line(section: dict[str, Any]) -> Text:
 def faults_of(results: RunResults) -> dict[str, Any]:
     """The faults section of a run, or of a matrix: its cells' (in the matrix's run.json) and
     each arm's scoring (in the arm's)."""
-    records: list[Any] = [arm.record for arm in results.arms]
+    records: list[RunRecord | MatrixRecord] = [arm.record for arm in results.arms]
     if results.kind == "matrix":
         records.append(results.record)
     return faults_section(records, [r.transcript for r in results.rollouts])

@@ -14,6 +14,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from loom_sim.store.matrix_file import MatrixRecord
 from loom_sim.store.records import Transcript
 from loom_sim.store.run_file import RunRecord
 
@@ -23,8 +24,10 @@ __all__ = ["BUDGET_STOPS", "faults_html", "faults_markdown", "faults_section"]
 BUDGET_STOPS = {"cost_budget": "max_cost_usd", "runtime_budget": "max_runtime_s"}
 
 
-def faults_section(records: Iterable[RunRecord], transcripts: Sequence[Transcript]) -> dict:
-    """The faults of ``records`` (a run's, or every arm's of a matrix) summed by model spec,
+def faults_section(
+    records: Iterable[RunRecord | MatrixRecord], transcripts: Sequence[Transcript]
+) -> dict[str, Any]:
+    """The faults of ``records`` (a run's; a matrix's and its arms') summed by model spec,
     the replies asked again in ``transcripts``, and the budgets with what they stopped."""
     by_spec: dict[str, dict[str, Any]] = {}
     budgets: dict[str, float] = {}
