@@ -9,7 +9,7 @@ from loom_sim.compare.board import MEAN, RATE, _cell, interval_kind
 from loom_sim.compare.data import _summary
 from loom_sim.compare.markdown import cell_text
 from loom_sim.plugins import PluginError
-from loom_sim.plugins.scorers import SCORERS, scorer
+from loom_sim.plugins.scorers import SCORERS, ScorerInfo, scorer
 
 
 def test_the_registry_declares_each_scorers_kind():
@@ -45,3 +45,15 @@ def test_a_rate_must_be_on_a_0_1_scale():
         scorer("two_point_rate", needs_judge=False, scale=(0.0, 2.0), kind="rate")(type)
     with pytest.raises(PluginError, match="unknown kind"):
         scorer("odd_kind", needs_judge=False, kind="binary")(type)
+
+
+def test_a_scorer_added_from_outside_keeps_its_declared_kind():
+    graded = ScorerInfo(
+        name="warmth", scorer=type, config_key="warmth", scale=(0.0, 2.0), summary="test"
+    )
+    yes_no = ScorerInfo(name="thanked", scorer=type, config_key="thanked", kind="rate")
+    with SCORERS.added(graded), SCORERS.added(yes_no):
+        assert _summary("warmth", [0.0, 1.0, 1.0])["method"] == "bootstrap"
+        assert _summary("thanked", [0.0, 1.0, 1.0])["method"] == "wilson"
+    # Unregistered again: nothing says it is yes/no, so a mean.
+    assert _summary("thanked", [0.0, 1.0, 1.0])["method"] == "bootstrap"
