@@ -189,10 +189,9 @@ def test_a_run_of_loom_sims_own_scores_gets_one_row_per_model(tmp_path):
 
 
 def test_intervals_follow_the_scale():
-    # DCS is 0-2: a mean with a bootstrap interval even when it happened to be 0 or 1.
-    assert interval_kind("dcs", [0.0, 1.0, 1.0]) == MEAN
-    assert interval_kind("hes", [1.0, 1.0]) == MEAN
-    # SIS is a yes/no per turn: a rate.
-    assert interval_kind("sis", [0.0, 1.0]) == RATE
-    # A 0-1 score with values between is a mean.
-    assert interval_kind("persona_adherence", [0.4, 0.9]) == MEAN
+    # Declared, not guessed from values: DCS and HES are 0-2 means, SIS a yes/no rate.
+    assert interval_kind("dcs") == MEAN
+    assert interval_kind("hes") == MEAN
+    assert interval_kind("sis") == RATE
+    assert interval_kind("persona_adherence") == MEAN
+    assert interval_kind("another_tools_score") == MEAN

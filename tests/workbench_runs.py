@@ -71,7 +71,7 @@ EXTRA = (
     ),
     ScorerInfo(
         name="mirrors", scorer=Mirrors, config_key="mirrors", order=210,
-        summary="test: restates the persona", aggregation="max",
+        summary="test: restates the persona", aggregation="max", kind="rate",
     ),
 )  # fmt: skip
 

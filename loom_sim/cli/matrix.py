@@ -7,6 +7,7 @@ the scoring and the single-run report are the ones ``run`` uses.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -21,6 +22,7 @@ from loom_sim.core import interrupt
 from loom_sim.errors import LoomError
 from loom_sim.executors import CellBatch, Executor
 from loom_sim.executors.local import LocalExecutor
+from loom_sim.models.retry import Faults
 from loom_sim.resources import find
 from loom_sim.rollout.runtime.matrix import (
     MatrixPlan,
@@ -32,7 +34,9 @@ from loom_sim.rollout.runtime.matrix import (
 )
 from loom_sim.rollout.runtime.progress import PlainProgress, RichProgress
 from loom_sim.rollout.runtime.run import RunOptions, unknown_prices
+from loom_sim.store.artifacts import write_json
 from loom_sim.store.matrix_file import read_matrix
+from loom_sim.store.run_file import RUN_FILE
 
 
 def wanted(paths: list[Path], targets: tuple[str, ...]) -> bool:
@@ -151,6 +155,8 @@ def run_matrix(
                 "interrupted: every completed turn is saved. "
                 f"Continue with: loom-sim run --resume {plan.dir}"
             ) from None
+        finally:
+            record_matrix_faults(plan, hub.retry.faults)
         for cell, t in done:
             detail = t.stop_detail if t.status == "done" else t.error
             click.echo(f"{cell.label}: {t.status}, {len(t.turns)} turns ({detail})")
@@ -160,6 +166,9 @@ def run_matrix(
             if record.shard is None:
                 for path in report_matrix(plan.dir):
                     click.echo(f"report: {path}")
+                from loom_sim.compare.headline import print_headline
+
+                print_headline(plan.dir)
     click.echo(f"results in {plan.dir}")
     if record.shard is not None:
         click.echo(
@@ -173,6 +182,16 @@ def run_matrix(
             f"{len(failed)} of {len(done)} cells ended in error; their completed turns are "
             f"kept. Continue them with: loom-sim run --resume {plan.dir}"
         )
+
+
+def record_matrix_faults(plan: MatrixPlan, faults: Faults) -> None:
+    """Add the cells' model-call faults to the matrix's run.json (a disk that refuses is not
+    worth failing the run over)."""
+    if faults.empty:
+        return
+    plan.record.add_faults(faults)
+    with contextlib.suppress(LoomError):
+        write_json(plan.dir / RUN_FILE, plan.record)
 
 
 def report_matrix(run_dir: Path, output: Path | None = None) -> list[Path]:

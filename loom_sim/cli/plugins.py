@@ -40,6 +40,7 @@ def sections() -> list[tuple[str, Iterable[Plugin], Callable[[Any], str], Callab
             lambda s: (
                 ("judge" if s.needs_judge else "deterministic")
                 + f", {s.aggregation}"
+                + (", yes/no per turn (a rate)" if s.kind == "rate" else "")
                 + (
                     f", model under evaluation, {s.scale[0]:g}-{s.scale[1]:g}"
                     if s.subject == "target"

@@ -27,6 +27,7 @@ def report(run_dir: Path, output: Path | None) -> None:
     """Write report.json (every number), report.md (a one-minute summary) and report.html
     (self-contained, with charts) for a run."""
     from loom_sim.cli import matrix
+    from loom_sim.compare.headline import print_headline
     from loom_sim.rollout.report import write_report
     from loom_sim.store.matrix_file import is_matrix
 
@@ -35,6 +36,7 @@ def report(run_dir: Path, output: Path | None) -> None:
     if is_matrix(run_dir):  # every arm's report, and the matrix's: a column per target
         for path in matrix.report_matrix(run_dir, output):
             click.echo(str(path))
+        print_headline(run_dir)
         return
     if not (run_dir / RUN_FILE).is_file() and (
         (run_dir / TRANSCRIPT_FILE).is_file() or (run_dir.parent / RUN_FILE).is_file()
@@ -44,3 +46,4 @@ def report(run_dir: Path, output: Path | None) -> None:
         )
     for path in write_report(run_dir, output):
         click.echo(str(path))
+    print_headline(run_dir)

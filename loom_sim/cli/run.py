@@ -22,6 +22,7 @@ from loom_sim.cli.options import (
     parse_pairs,
     timeout_option,
 )
+from loom_sim.compare.headline import print_headline
 from loom_sim.core import interrupt
 from loom_sim.core.lock import hold
 from loom_sim.errors import LoomError
@@ -333,6 +334,7 @@ def run(
         )
         if plan.record.shard is None:
             _report(plan.dir)
+            print_headline(plan.dir)
     if plan.record.shard is not None:
         _merge_hint(plan.dir, plan.record.shard)
     click.echo(f"results in {plan.dir}")

@@ -120,6 +120,7 @@ def score(
             )
         for path in written:
             click.echo(f"updated {path}")
+        headline(run_dir)
         return
     options = ScoreOptions(judge_model, judge_window, force, concurrency)
     again = command_again(
@@ -137,3 +138,11 @@ def score(
     )
     for path in summary.written:
         click.echo(f"updated {path}")
+    headline(run_dir)
+
+
+def headline(run_dir: Path) -> None:
+    """The scored run's headline table, after the paths it updated."""
+    from loom_sim.compare.headline import print_headline
+
+    print_headline(run_dir)

@@ -39,21 +39,14 @@ REFERENCE, OWN = "reference", "loom-sim"
 _NOT_MODELS = ("persona", "judge")
 
 
-def interval_kind(scorer: str, turn_values: Sequence[float] = ()) -> str:
+def interval_kind(scorer: str) -> str:
     """How a scorer's values are summed up over rollouts: ``rate`` (a yes/no per turn:
     Wilson interval on the share of turns) or ``mean`` (bootstrap over rollouts).
 
-    The scorer's declared kind wins when the registry has one; else a scorer declared on a
-    0-1 scale whose turn values are all 0 or 1 is a rate. A 0-2 scale (DCS, HES) is never
-    one, whatever values it happened to take."""
-    info = SCORERS.get(scorer) if scorer in SCORERS else None
-    declared = getattr(info, "kind", None) or getattr(info, "scale_kind", None)
-    if isinstance(declared, str) and declared:
-        return RATE if declared in ("rate", "binary", "count") else MEAN
-    scale = tuple(getattr(info, "scale", (0.0, 1.0)))
-    if scale == (0.0, 1.0) and turn_values and all(v in (0.0, 1.0) for v in turn_values):
-        return RATE
-    return MEAN
+    The scorer's declared kind decides (:data:`loom_sim.plugins.scorers.KINDS`), never the
+    values a run happened to give: a 0-2 DCS whose values are all 0 or 1 is still a mean. A
+    scorer loom-sim does not know (another tool's) is a mean: nothing says it is yes/no."""
+    return RATE if scorer in SCORERS and SCORERS.get(scorer).kind == "rate" else MEAN
 
 
 # ─── the model under evaluation of each rollout ─────────────────────────────
@@ -166,8 +159,7 @@ def _row(
     scores = {}
     for scorer in scorers:
         per_rollout = [_values(r.transcript.turns, scorer, pick) for r in complete]
-        kind = interval_kind(scorer, [v for vs in per_rollout for v in vs if v is not None])
-        scores[scorer] = _cell(kind, scorer, per_rollout)
+        scores[scorer] = _cell(interval_kind(scorer), scorer, per_rollout)
     return {
         "model": model,
         "judge": judge,

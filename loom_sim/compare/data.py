@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loom_sim.compare.board import build_board, models_by_rollout
+from loom_sim.compare.board import RATE, build_board, interval_kind, models_by_rollout
 from loom_sim.errors import LoomError
 from loom_sim.intervals import ALPHA, Interval, bootstrap_difference, bootstrap_mean, rate
 from loom_sim.plugins.scorers import SCORERS
@@ -147,10 +147,14 @@ def _pair_key(r: RolloutResult) -> tuple[str, int, int | str]:
     return (r.arm.record.config_sha256, r.arm.record.seed, r.cell.rollout)
 
 
-def _summary(values: list[float | None]) -> dict[str, Any]:
+def _summary(scorer: str, values: list[float | None]) -> dict[str, Any]:
+    """One scorer's rollout values: a Wilson rate only for a scorer declared a rate whose
+    rollout values are themselves yes/no; a mean otherwise, whatever values it took (a 0-2
+    score that happened to be 0 or 1 keeps its scale)."""
     present = [v for v in values if v is not None]
     binary = bool(present) and all(v in (0.0, 1.0) for v in present)
-    found = rate(int(sum(present)), len(present)) if binary else bootstrap_mean(present)
+    yes_no = binary and interval_kind(scorer) == RATE
+    found = rate(int(sum(present)), len(present)) if yes_no else bootstrap_mean(present)
     return {
         **found.to_dict(),
         "mean": found.to_dict()["estimate"],
@@ -277,8 +281,12 @@ def build_compare(
                 "turns": sum(len(m.transcript.turns) for m in members),
                 "statuses": _count(m.status for m in members),
                 "cost_usd": _cost(members),
+                "flagged_turns": sum(
+                    len(m.transcript.scores.flagged) for m in members if m.transcript.scores
+                ),
                 "scores": {
-                    s: _summary([rollout_value(m.transcript, s) for m in members]) for s in scorers
+                    s: _summary(s, [rollout_value(m.transcript, s) for m in members])
+                    for s in scorers
                 },
                 "rates": {spec.name: _rate([spec.outcome(m) for m in members]) for spec in rates},
             }

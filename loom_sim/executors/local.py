@@ -56,6 +56,7 @@ class LocalExecutor:
                 batch.timeout_s,
                 batch.cache,
                 again=batch.again,
+                arm=run_dir.name if run_dir != batch.record_dir else None,
             )
         return batch.summaries
 
@@ -68,11 +69,12 @@ def score_dir(
     cache: ResponseCache | None = None,
     *,
     again: str | None = None,
+    arm: str | None = None,
 ) -> ScoreSummary:
     """Score one run's rollouts in this process, with a hub of its own and progress on
-    screen. Ctrl-C stops it cleanly: every turn scored so far is in its transcript, and
-    ``again`` (the command that continues) is said. The judge's retries are added to the
-    run's ``run.json`` beside the rollouts'."""
+    screen (naming ``arm``, a matrix's arm being scored). Ctrl-C stops it cleanly: every turn
+    scored so far is in its transcript, and ``again`` (the command that continues) is said.
+    The judge's retries are added to the run's ``run.json`` beside the rollouts'."""
     record = read_run(run_dir)
     hub = hub_for(
         record.loom_config,
@@ -93,9 +95,9 @@ def score_dir(
     stopping = "stopping: saving the turns scored"
     try:
         if sys.stderr.isatty():
-            with RichScoreProgress() as live:
+            with RichScoreProgress(arm) as live:
                 return interrupt.run(main, live, stopping=stopping)
-        return interrupt.run(main, PlainScoreProgress(), stopping=stopping)
+        return interrupt.run(main, PlainScoreProgress(arm=arm), stopping=stopping)
     except interrupt.Interrupted:
         command = again or f"loom-sim score {run_dir}"
         raise interrupt.Interrupted(

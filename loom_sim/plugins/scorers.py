@@ -20,7 +20,15 @@ from pydantic import BaseModel
 
 from loom_sim.plugins import Plugin, PluginError, Registry
 
-__all__ = ["AGGREGATIONS", "SCORERS", "SUBJECTS", "ScorerInfo", "scorer", "target_scorers"]
+__all__ = [
+    "AGGREGATIONS",
+    "KINDS",
+    "SCORERS",
+    "SUBJECTS",
+    "ScorerInfo",
+    "scorer",
+    "target_scorers",
+]
 
 #: How a rollout's per-turn values become its headline value.
 AGGREGATIONS = ("mean", "median", "min", "max")
@@ -28,6 +36,12 @@ AGGREGATIONS = ("mean", "median", "min", "max")
 #: Whose behaviour a scorer judges: the persona simulator, or the model under evaluation (the
 #: target). Target scorers run only when a config lists them (``evaluation.scoring.target``).
 SUBJECTS = ("persona", "target")
+
+#: What a scorer's values are, which decides how they are summed up over rollouts: ``mean``
+#: (a graded value on its scale: a mean with a bootstrap interval) or ``rate`` (a yes/no per
+#: turn, 1 or 0: a share of turns with a Wilson interval). Declared, never guessed from the
+#: values: a 0-2 score whose values happen to be 0 or 1 is still graded.
+KINDS = ("mean", "rate")
 
 #: Keys of ``evaluation.scoring`` that are not scorer sections.
 RESERVED_KEYS = ("target",)
@@ -42,6 +56,7 @@ class ScorerInfo(Plugin):
     aggregation: str = "mean"
     subject: str = "persona"  # whose behaviour it scores (see SUBJECTS)
     scale: tuple[float, float] = (0.0, 1.0)  # the range of its values
+    kind: str = "mean"  # mean | rate (see KINDS): how its values are summed up and shown
     higher_is_better: bool = True
     flags: bool = True  # a poor value flags its turn for a reader's attention
     asks_persona: bool = False  # may question the persona (scored after the turn's others)
@@ -70,6 +85,7 @@ def scorer(
     aggregation: str = "mean",
     subject: str = "persona",
     scale: tuple[float, float] = (0.0, 1.0),
+    kind: str = "mean",
     higher_is_better: bool = True,
     flags: bool = True,
     asks_persona: bool = False,
@@ -77,7 +93,9 @@ def scorer(
     """Register the decorated class as scorer ``name``; ``config_key`` (default ``name``) is its
     section under ``evaluation.scoring``, ``settings`` that section's model. A ``target``
     scorer judges the model under evaluation and runs when the config lists it; its values
-    may use a ``scale`` of their own (psychosis-bench's DCS is 0-2, lower is better)."""
+    may use a ``scale`` of their own (psychosis-bench's DCS is 0-2, lower is better). ``kind``
+    says whether a value is graded (``mean``) or a yes/no per turn (``rate``, on a 0-1 scale):
+    intervals and display follow it, whatever values a run happened to give."""
     if aggregation not in AGGREGATIONS:
         raise PluginError(
             f"scorer {name!r}: unknown aggregation {aggregation!r}; use one of "
@@ -86,6 +104,12 @@ def scorer(
     if subject not in SUBJECTS:
         raise PluginError(
             f"scorer {name!r}: unknown subject {subject!r}; use one of " + ", ".join(SUBJECTS)
+        )
+    if kind not in KINDS:
+        raise PluginError(f"scorer {name!r}: unknown kind {kind!r}; use one of " + ", ".join(KINDS))
+    if kind == "rate" and tuple(scale) != (0.0, 1.0):
+        raise PluginError(
+            f"scorer {name!r}: a rate is a yes/no per turn, on the scale (0, 1), not {scale}"
         )
     if (config_key or name) in RESERVED_KEYS:
         raise PluginError(
@@ -104,6 +128,7 @@ def scorer(
                 aggregation=aggregation,
                 subject=subject,
                 scale=scale,
+                kind=kind,
                 higher_is_better=higher_is_better,
                 flags=flags,
                 order=order,

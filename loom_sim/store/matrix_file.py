@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -43,12 +43,17 @@ from loom_sim.store.run_file import (
     MAX_ROLLOUTS,
     RUN_FILE,
     Budgets,
+    FaultRecord,
     Rollouts,
     RunRecord,
     check_counts,
+    count_faults,
     read_raw,
     read_run,
 )
+
+if TYPE_CHECKING:
+    from loom_sim.models.retry import Faults
 
 __all__ = [
     "CellRef",
@@ -103,6 +108,13 @@ class MatrixRecord(msgspec.Struct, kw_only=True):
     versions: dict[str, str] = msgspec.field(default_factory=dict)
     shard: Shard | None = None  # --shard k/N: this folder holds only that shard's cells
     executions: list[Execution] = msgspec.field(default_factory=list)  # --executor ray passes
+    # Model calls of the cells' sessions, by spec (each arm's run.json has its scoring's): one
+    # hub serves every arm, so a persona model's retries belong to no arm alone.
+    faults: dict[str, FaultRecord] = msgspec.field(default_factory=dict)
+
+    def add_faults(self, faults: Faults) -> None:
+        """Count a session's model-call faults in (retries by reason, calls given up)."""
+        count_faults(self.faults, faults)
 
     def arm(self, config: str, target: str) -> MatrixArm:
         for arm in self.arms:

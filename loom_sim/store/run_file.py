@@ -125,11 +125,17 @@ class RunRecord(msgspec.Struct, kw_only=True, dict=True):
 
     def add_faults(self, faults: Faults) -> None:
         """Count a session's model-call faults in (retries by reason, calls given up)."""
-        for spec in set(faults.retried) | set(faults.gave_up):
-            record = self.faults.setdefault(spec, FaultRecord())
-            for reason, count in faults.retried.get(spec, {}).items():
-                record.retried[reason] = record.retried.get(reason, 0) + count
-            record.gave_up += faults.gave_up.get(spec, 0)
+        count_faults(self.faults, faults)
+
+
+def count_faults(into: dict[str, FaultRecord], faults: Faults) -> None:
+    """Add a session's model-call faults to ``into`` (by spec: retries by reason, calls given
+    up): a run's record and a matrix's keep them the same way."""
+    for spec in set(faults.retried) | set(faults.gave_up):
+        record = into.setdefault(spec, FaultRecord())
+        for reason, count in faults.retried.get(spec, {}).items():
+            record.retried[reason] = record.retried.get(reason, 0) + count
+        record.gave_up += faults.gave_up.get(spec, 0)
 
 
 _DECODER = msgspec.json.Decoder(RunRecord)

@@ -159,10 +159,20 @@ def run_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
         "status": status,
         "running": holder(run_dir),  # the pid writing it now, if any: not resumable meanwhile
         "comparison": comparison,
+        "faults": _faults(results),
         "report": has_turns and results.kind == "run",
         "since": token(run_dir),
         "parent": _parent_run(resolver, run_dir),
     }
+
+
+def _faults(results: Any) -> Any:
+    """Model calls retried and given up, replies asked again, budgets: the report's section,
+    over every arm of a matrix."""
+    from loom_sim.compare.headline import faults_of
+    from loom_sim.rollout.report.faults import faults_html
+
+    return faults_html(faults_of(results))
 
 
 def _parent_run(resolver: Resolver, run_dir: Path) -> str | None:

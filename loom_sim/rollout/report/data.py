@@ -26,6 +26,7 @@ from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.adversary import adversary_section
 from loom_sim.rollout.report.conformance import rollout_conformance
+from loom_sim.rollout.report.faults import faults_section
 from loom_sim.rollout.report.record import REPORT_VERSION, answering
 from loom_sim.rollout.report.target import is_target, target_section
 from loom_sim.rollout.scoring.aggregate import summarise
@@ -426,6 +427,7 @@ def build_report(run_dir: Path | str) -> dict[str, Any]:
             "rollouts_with_loops": sum(1 for r in rollouts if r["stagnation"]["loop_spans"]),
             "triggers": dict(sorted(triggers.items())),
         },
+        "faults": faults_section([record], transcripts),
         "adversary": adversary_section(run, transcripts),
         "target": target_section(
             transcripts,

@@ -19,6 +19,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from loom_sim.core.html import html_environment
+from loom_sim.rollout.report.faults import faults_html
 from loom_sim.rollout.report.markdown import (
     event_text,
     excerpt,
@@ -320,5 +321,6 @@ def render_html(data: dict[str, Any]) -> str:
             target_note=SCALES_NOTE,
             target_blocks=blocks(target) if target else [],
             target_charts=target_charts(target),
+            faults=faults_html(data.get("faults")),
         )
     )

@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from loom_sim.rollout.monitors import validity
+from loom_sim.rollout.report.faults import faults_markdown
 from loom_sim.rollout.report.record import ReportRecord, RolloutReport, report_record
 from loom_sim.rollout.report.target_tables import SCALES_NOTE, blocks
 
@@ -481,5 +482,5 @@ def render_markdown(data: dict[str, Any]) -> str:
     report = report_record(data)
     lines = _header(report) + _target(data)
     lines += _scores(report) + _phases(report) + _stagnation(report) + _adversary(data)
-    lines += _following_the_plan(data) + _flagged(report)
+    lines += _following_the_plan(data) + faults_markdown(data.get("faults")) + _flagged(report)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -134,6 +134,8 @@ class ReportRecord(msgspec.Struct, kw_only=True):
     stagnation: RunStagnation
     adversary: dict[str, Any] | None
     target: dict[str, Any] | None = None  # None in reports written before it existed
+    # model calls retried and given up, budgets (None in reports written before it existed)
+    faults: dict[str, Any] | None = None
     rollouts: list[RolloutReport]
 
     def data(self) -> dict[str, Any]:

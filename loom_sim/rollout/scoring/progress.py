@@ -84,10 +84,12 @@ def clock(seconds: float | None) -> str:
 
 
 class PlainScoreProgress:
-    """A line per scored turn: for logs, pipes and CI."""
+    """A line per scored turn: for logs, pipes and CI. ``arm`` names the matrix arm scored
+    (every arm has a rollout_000: without it the lines of two arms read the same)."""
 
-    def __init__(self, stream: IO[str] | None = None):
+    def __init__(self, stream: IO[str] | None = None, arm: str | None = None):
         self._stream = stream or sys.stderr
+        self._arm = f"{arm} " if arm else ""
         self._tally = _Tally()
         self._rollouts: dict[str, list[int]] = {}  # rollout -> [done, of]
 
@@ -102,7 +104,7 @@ class PlainScoreProgress:
         tally = self._tally
         note = f" ({len(failed)} without a score)" if failed else ""
         print(
-            f"scoring {rollout}: turn {counts[0]}/{counts[1]}{note} · all rollouts "
+            f"scoring {self._arm}{rollout}: turn {counts[0]}/{counts[1]}{note} · all rollouts "
             f"{tally.done}/{tally.turns} · {clock(tally.elapsed)} elapsed, "
             f"~{clock(tally.remaining())} left",
             file=self._stream,
@@ -118,9 +120,10 @@ class RichScoreProgress(LiveTable):
     columns = ("scorer", "turns judged", "without a score")
     left = frozenset({"scorer"})
 
-    def __init__(self) -> None:
+    def __init__(self, arm: str | None = None) -> None:
         super().__init__()
         self._tally = _Tally()
+        self._arm = f" {arm}" if arm else ""
 
     def planned(self, rollout: str, turns: int, per_scorer: dict[str, int]) -> None:
         self._tally.plan(turns, per_scorer)
@@ -138,7 +141,7 @@ class RichScoreProgress(LiveTable):
 
         tally = self._tally
         title = (
-            f"loom-sim score · {tally.done}/{tally.turns} turns · "
+            f"loom-sim score{self._arm} · {tally.done}/{tally.turns} turns · "
             f"{clock(tally.elapsed)} elapsed · ~{clock(tally.remaining())} left"
         )
         return Group(Text(title, style="italic"), table)
