@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 
@@ -24,27 +25,6 @@ from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
 from loom_sim.rollout.runtime.run import DEFAULT_CONCURRENCY, RunOptions
 from loom_sim.store.run_file import MAX_ROLLOUTS, MAX_TURNS
-
-# Options that define a run; --resume takes them from run.json instead.
-_DEFINING = (
-    "timeout",
-    "turns",
-    "rollouts",
-    "seed",
-    "persona_model",
-    "target",
-    "judge_model",
-    "target_system",
-    "output",
-    "max_cost",
-    "max_runtime",
-    "adversary",
-    "adversary_model",
-    "responder",
-    "model",
-    "price",
-    "shard",
-)
 
 _ADVERSARY = RegistryChoice("adversary", lambda: ["none", *(a.name for a in adversaries()), "both"])
 _RESPONDER = RegistryChoice("responder", lambda: [r.name for r in responders()])
@@ -189,7 +169,9 @@ def run(
     runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell))
     targets: tuple[str, ...] = defining.pop("target")
     if resume is not None:
-        given = [f"--{name.replace('_', '-')}" for name in _DEFINING if defining.get(name)]
+        # Every option the signature does not name defines the run (**defining collects
+        # them), so no list of them is kept by hand.
+        given = [f"--{name.replace('_', '-')}" for name, value in defining.items() if value]
         given += ["--target"] if targets else []
         if config_paths or given:
             raise LoomError(
@@ -241,7 +223,7 @@ def run(
         runner,
         say=click.echo,
         # The command that continues this run, with the flags it was started with.
-        again=lambda folder: command_again(ctx, ["run", "--resume", str(folder)], _CONTINUING),
+        again=lambda folder: command_again(ctx, ["run", "--resume", str(folder)], _continuing()),
     )
     if outcome.failure:
         raise LoomError(outcome.failure)
@@ -256,13 +238,14 @@ def _given(ctx: click.Context, name: str) -> bool:
     )
 
 
-# The flags of `run` that are not recorded in run.json: a resume needs them again.
-_CONTINUING = (
-    "no_score",
-    "concurrency",
-    "base_url",
-    "cache",
-    "executor",
-    "address",
-    "cpus_per_cell",
-)
+def _continuing() -> tuple[str, ...]:
+    """The flags of ``run`` that are not recorded in run.json, which a resume needs again:
+    the options the command's signature names (the others, in ``**defining``, are recorded),
+    read from the signature so that no list of them is kept by hand."""
+    assert run.callback is not None
+    named = inspect.signature(run.callback).parameters.values()
+    return tuple(
+        p.name
+        for p in named
+        if p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in ("ctx", "config_paths", "resume")
+    )
