@@ -157,3 +157,34 @@ def test_the_docs_example_runs_as_written(tmp_path, monkeypatch):
     assert (tmp_path / "runs" / "two-targets" / "matrix.md").exists() or any(
         (tmp_path / "runs" / "two-targets").glob("*.md")
     )
+
+
+def test_the_command_line_and_the_api_make_the_same_run(tmp_path):
+    """Two thin callers of one pipeline: the same config, models and seed give the same turns
+    and scores, and the same files, whether run by ``loom-sim run`` or ``loom_sim.run``."""
+    from click.testing import CliRunner
+
+    from loom_sim.cli import cli
+
+    args = ["run", "mania_patient", "--turns", "2", "--seed", "3", "--no-cache"]
+    args += ["--persona-model", "scripted/varied", "--target", "scripted/varied"]
+    args += ["--judge-model", "scripted/judge", "-o", str(tmp_path / "cli")]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    api = loom_sim.run(
+        "mania_patient",
+        target="scripted/varied",
+        turns=2,
+        seed=3,
+        output=tmp_path / "api",
+        **SCRIPTED,
+    )
+    by_cli = loom_sim.load(tmp_path / "cli")
+    pd.testing.assert_frame_equal(
+        by_cli.turns().drop(columns="run"), api.turns().drop(columns="run")
+    )
+
+    def files(folder: Path) -> set[str]:
+        return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+    assert files(tmp_path / "cli") == files(tmp_path / "api")
