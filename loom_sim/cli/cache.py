@@ -12,33 +12,15 @@ from contextlib import contextmanager
 
 import click
 
+from loom_sim.api.say import open_cache as opened
 from loom_sim.models.cache import CacheGarbled, ResponseCache, default_cache_path
 
 
 @contextmanager
 def open_cache(enabled: bool) -> Iterator[ResponseCache | None]:
     """The response cache when ``enabled``; on the way out, one line saying what it did."""
-    if not enabled:
-        yield None
-        return
-    cache = ResponseCache(default_cache_path())
-    try:
+    with opened(enabled, click.echo) as cache:
         yield cache
-    finally:
-        if cache.hits or cache.stored:
-            click.echo(
-                f"response cache: {cache.hits} replies reused, {cache.stored} stored "
-                f"({cache.path})",
-                err=True,
-            )
-        if cache.problem:
-            click.echo(f"note: {cache.problem}; the rest ran without it", err=True)
-        if cache.read_only:
-            click.echo(
-                f"note: {cache.path} is read-only: replies were served from it, none stored",
-                err=True,
-            )
-        cache.close()
 
 
 def _size(n: int) -> str:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
+import inspect
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from loom_sim.cli.cache import open_cache
+from loom_sim.api.pipeline import RunRequest, run_pipeline
 from loom_sim.cli.options import (
     RegistryChoice,
     base_url_option,
@@ -22,60 +20,11 @@ from loom_sim.cli.options import (
     parse_pairs,
     timeout_option,
 )
-from loom_sim.compare.headline import print_headline
-from loom_sim.core import interrupt
-from loom_sim.core.lock import hold
 from loom_sim.errors import LoomError
-from loom_sim.executors import CellBatch
 from loom_sim.models.pricing import Price
 from loom_sim.plugins.actors import adversaries, responders
-from loom_sim.resources import find
-from loom_sim.rollout.runtime.cells import plan_cells
-from loom_sim.rollout.runtime.progress import PlainProgress, RichProgress
-from loom_sim.rollout.runtime.run import (
-    DEFAULT_CONCURRENCY,
-    RunOptions,
-    RunPlan,
-    check_new,
-    make_hub,
-    plan_resume,
-    plan_run,
-    reach_note,
-    record_faults,
-    unknown_prices,
-    write_plan,
-)
-from loom_sim.rollout.runtime.shards import shard_matrix, shard_run
-from loom_sim.store.distribution import Shard, parse_shard
-from loom_sim.store.jsonl import WriteFailed
+from loom_sim.rollout.runtime.run import DEFAULT_CONCURRENCY, RunOptions
 from loom_sim.store.run_file import MAX_ROLLOUTS, MAX_TURNS
-
-if TYPE_CHECKING:
-    from loom_sim.executors import Executor
-    from loom_sim.models.hub import ModelHub
-    from loom_sim.models.retry import Faults
-    from loom_sim.store.records import Transcript
-
-# Options that define a run; --resume takes them from run.json instead.
-_DEFINING = (
-    "timeout",
-    "turns",
-    "rollouts",
-    "seed",
-    "persona_model",
-    "target",
-    "judge_model",
-    "target_system",
-    "output",
-    "max_cost",
-    "max_runtime",
-    "adversary",
-    "adversary_model",
-    "responder",
-    "model",
-    "price",
-    "shard",
-)
 
 _ADVERSARY = RegistryChoice("adversary", lambda: ["none", *(a.name for a in adversaries()), "both"])
 _RESPONDER = RegistryChoice("responder", lambda: [r.name for r in responders()])
@@ -217,39 +166,34 @@ def run(
     """Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn is
     written as it completes. Several CONFIGs, several --target, or a suite file: a matrix
     run of every config x target x rollout in one run directory."""
-    from loom_sim.cli import matrix
-    from loom_sim.store.matrix_file import is_matrix
-
     runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell))
     targets: tuple[str, ...] = defining.pop("target")
-    config_path = config_paths[0] if config_paths else None
-    shard = parse_shard(defining["shard"]) if defining["shard"] else None
     if resume is not None:
-        given = [f"--{name.replace('_', '-')}" for name in _DEFINING if defining.get(name)]
+        # Every option the signature does not name defines the run (**defining collects
+        # them), so no list of them is kept by hand.
+        given = [f"--{name.replace('_', '-')}" for name, value in defining.items() if value]
         given += ["--target"] if targets else []
         if config_paths or given:
             raise LoomError(
                 "--resume continues a run with the settings in its run.json; leave out "
                 + ", ".join([*config_paths, *given])
             )
-        # One writer per folder: held until the command ends, scoring included.
-        ctx.with_resource(hold(resume))
-        if is_matrix(resume):
-            matrix.run_matrix(
-                matrix.resume_plan(resume, concurrency, base_url), no_score, cache, runner
-            )
-            return
-        plan = plan_resume(resume, concurrency=concurrency, base_url=base_url)
+        request = RunRequest(
+            score=not no_score,
+            cache=cache,
+            resume=resume,
+            concurrency=concurrency,
+            base_url=base_url,
+        )
     else:
-        if config_path is None:
+        if not config_paths:
             raise LoomError("give a CONFIG file to run, or --resume RUN_DIR")
-        defining["target"] = targets[0] if len(targets) == 1 else None
         options = RunOptions(
             turns=defining["turns"],
             rollouts=defining["rollouts"] or 1,
             seed=defining["seed"],
             persona_model=defining["persona_model"],
-            target=defining["target"],
+            target=targets[0] if len(targets) == 1 else None,
             judge_model=defining["judge_model"],
             target_system=defining["target_system"],
             base_url=base_url,
@@ -264,197 +208,44 @@ def run(
             role_models=parse_pairs(defining["model"], "--model", "ROLE=SPEC, e.g. judge=openai/x"),
             prices=_prices(defining["price"]),
         )
-        paths = [find(p, "examples", "ported") for p in config_paths]
-        if shard is not None:
-            _check_seeded(paths, options)
-        if matrix.wanted(paths, targets):
-            plan_ = matrix.new_plan(paths, list(targets), options, argv=sys.argv[1:])
-            if shard is not None:
-                shard_matrix(plan_, shard, rename=options.output is None)
-            matrix.run_matrix(plan_, no_score, cache, runner, claim=_claim(ctx))
-            return
-        plan = plan_run(paths[0], options, argv=sys.argv[1:])
-        if shard is not None:
-            shard_run(plan, shard, rename=options.output is None)
-    # The command that continues this run, with the flags it was started with.
-    again = command_again(ctx, ["run", "--resume", str(plan.dir)], _CONTINUING)
-    store = ctx.with_resource(open_cache(cache))
-    hub = make_hub(plan, store)
-    if resume is None:  # before any note: a run refused for its folder says one line
-        _claim(ctx)(plan.dir)
-    for spec in unknown_prices(hub, plan.models):
-        click.echo(
-            f"note: {spec} has no known price: its cost is recorded as unknown "
-            "(give --price SPEC=IN/OUT or the config's models.pricing to count it)",
-            err=True,
+        request = RunRequest(
+            configs=config_paths,
+            targets=targets,
+            options=options,
+            score=not no_score,
+            cache=cache,
+            shard=defining["shard"],
+            argv=tuple(sys.argv[1:]),
+            given=[name for name in ("rollouts", "concurrency") if _given(ctx, name)],
         )
-    if resume is None:
-        note = reach_note(plan.config, plan.record.turns)
-        if note:
-            click.echo(f"note: {note}", err=True)
-    write_plan(plan)
-    click.echo(f"run directory: {plan.dir}", err=True)
-    batch = CellBatch(
-        plan_cells(plan),
-        hub,
-        plan.record.budgets,
-        plan.concurrency,
-        plan.dir,
-        plan.base_url,
+    outcome = run_pipeline(
+        request,
+        runner,
+        say=click.echo,
+        # The command that continues this run, with the flags it was started with.
+        again=lambda folder: command_again(ctx, ["run", "--resume", str(folder)], _continuing()),
     )
-    live = sys.stderr.isatty()
-    transcripts = _rollouts(plan, hub, runner, batch, again, live)
-    failed = [t for t in transcripts if t.status == "error"]
-    _closing_summary(transcripts, hub.retry.faults, tabled=live and sys.stdout.isatty())
-    if not no_score and any(t.turns for t in transcripts):
-        from loom_sim.cli.score import score_directory
-        from loom_sim.rollout.scoring.engine import ScoreOptions
-
-        try:
-            summary = score_directory(
-                plan.dir,
-                ScoreOptions(concurrency=plan.concurrency),
-                plan.base_url,
-                plan.timeout_s,
-                store,
-                runner,
-                again=again,
-            )
-        except* WriteFailed as full:  # a full disk while scoring: the rollouts are safe
-            first: BaseException = full.exceptions[0]
-            while isinstance(first, BaseExceptionGroup):  # nurseries nest it
-                first = first.exceptions[0]
-            raise LoomError(
-                f"{first}; every turn and every score written so far is kept. "
-                f"Free the space, then continue with: {again}"
-            ) from None
-        click.echo(
-            f"scored {summary.scored_turns} turns "
-            f"({summary.failures} scores the judge could not give)"
-        )
-        if plan.record.shard is None:
-            _report(plan.dir)
-            print_headline(plan.dir)
-    if plan.record.shard is not None:
-        _merge_hint(plan.dir, plan.record.shard)
-    click.echo(f"results in {plan.dir}")
-    if failed:
-        raise LoomError(
-            f"{len(failed)} of {len(transcripts)} rollouts ended in error; their completed turns "
-            f"are kept. Continue them with: {again}"
-        )
+    if outcome.failure:
+        raise LoomError(outcome.failure)
 
 
-def _claim(ctx: click.Context) -> Callable[[Path], None]:
-    """What takes a new run's folder, once everything that can refuse the run has been
-    checked and before anything is written: its lock, held to the end of the command, then a
-    second look that no run was started there meanwhile."""
-
-    def claim(folder: Path) -> None:
-        ctx.with_resource(hold(folder))
-        check_new(folder)
-
-    return claim
-
-
-# The flags of `run` that are not recorded in run.json: a resume needs them again.
-_CONTINUING = (
-    "no_score",
-    "concurrency",
-    "base_url",
-    "cache",
-    "executor",
-    "address",
-    "cpus_per_cell",
-)
-
-
-def _rollouts(
-    plan: RunPlan, hub: ModelHub, runner: Executor, batch: CellBatch, again: str, live: bool
-) -> list[Transcript]:
-    """Every rollout of the plan, where ``runner`` runs them, with progress on screen; Ctrl-C
-    stops them cleanly (what is saved and the command that continues are said), a second
-    Ctrl-C at once."""
-    progress = RichProgress() if live else PlainProgress()
-    try:
-        with progress if isinstance(progress, RichProgress) else contextlib.nullcontext():
-            try:
-                return runner.run_cells(batch, progress)
-            except interrupt.Interrupted:
-                progress.interrupted()
-                raise
-    except (interrupt.Interrupted, KeyboardInterrupt):  # a cluster's runner: KeyboardInterrupt
-        raise interrupt.Interrupted(
-            f"interrupted: {saved_turns(plan)} saved in {plan.dir}. Continue with: {again}"
-        ) from None
-    finally:
-        record_faults(plan, hub.retry.faults)
-
-
-def saved_turns(plan: RunPlan) -> str:
-    """``"14 completed turns of 2 rollouts are"``, counted on disk."""
-    turns = 0
-    for index in range(plan.record.rollouts):
-        try:
-            turns += len(plan.rollout_spec(index).files.turns.read())
-        except LoomError:
-            continue
-    rollouts = plan.record.rollouts
-    noun = "turn" if turns == 1 else "turns"
-    of = f" of {rollouts} rollout{'s' if rollouts != 1 else ''}"
-    return f"{turns} completed {noun}{of} {'is' if turns == 1 else 'are'}"
-
-
-def _closing_summary(transcripts: list[Transcript], faults: Faults, *, tabled: bool) -> None:
-    """Each rollout's outcome (unless the live table on this terminal showed it already), and
-    the model-call faults of the session."""
-    if tabled:
-        turns = sum(len(t.turns) for t in transcripts)
-        errors = sum(t.status == "error" for t in transcripts)
-        click.echo(
-            f"{len(transcripts)} rollout{'s' if len(transcripts) != 1 else ''}, {turns} turns"
-            + (f", {errors} in error" if errors else "")
-        )
-    else:
-        for t in transcripts:
-            detail = t.error if t.status == "error" else None
-            if t.status == "done" and t.stop_reason not in (None, "max_turns"):
-                detail = t.stop_detail
-            click.echo(
-                f"{t.rollout}: {t.status}, {len(t.turns)} turns"
-                + (f" ({detail})" if detail else "")
-            )
-    redone = sum(r.failed_attempts for t in transcripts for r in t.turns)
-    said = faults.summary() or "no model call retried"
-    if redone:
-        said += f"; {redone} unusable repl{'ies' if redone != 1 else 'y'} asked again"
-    click.echo(f"faults: {said}")
-
-
-def _check_seeded(paths: list[Path], options: RunOptions) -> None:
-    """Shards are merged only if they planned the same run: the run's --seed must be fixed."""
-    from loom_sim.config.suite import is_suite, load_suite
-
-    if options.seed is not None:
-        return
-    if len(paths) == 1 and is_suite(paths[0]) and load_suite(paths[0]).seed is not None:
-        return
-    raise LoomError(
-        "--shard needs --seed N (the same on every shard): shards are joined only if they "
-        "planned the same run"
+def _given(ctx: click.Context, name: str) -> bool:
+    """Whether the command line set this option (a suite's value yields to it)."""
+    return ctx.get_parameter_source(name) not in (
+        click.core.ParameterSource.DEFAULT,
+        click.core.ParameterSource.DEFAULT_MAP,
+        None,
     )
 
 
-def _merge_hint(run_dir: Path, shard: Shard) -> None:
-    click.echo(
-        f"this folder holds shard {shard} of the run; when every shard has run, join them "
-        f"(and report) with: loom-sim merge SHARD_DIR... -o RUN_DIR",
-        err=True,
+def _continuing() -> tuple[str, ...]:
+    """The flags of ``run`` that are not recorded in run.json, which a resume needs again:
+    the options the command's signature names (the others, in ``**defining``, are recorded),
+    read from the signature so that no list of them is kept by hand."""
+    assert run.callback is not None
+    named = inspect.signature(run.callback).parameters.values()
+    return tuple(
+        p.name
+        for p in named
+        if p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in ("ctx", "config_paths", "resume")
     )
-
-
-def _report(run_dir: Path) -> None:
-    from loom_sim.rollout.report import write_report
-
-    for path in write_report(run_dir):
-        click.echo(f"report: {path}")

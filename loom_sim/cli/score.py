@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from loom_sim.api.scoring import score_directory
+from loom_sim.api.scoring import score_matrix as _score_matrix
 from loom_sim.cli.cache import open_cache
 from loom_sim.cli.options import (
     base_url_option,
@@ -17,60 +19,16 @@ from loom_sim.cli.options import (
     timeout_option,
 )
 from loom_sim.core.lock import hold
-from loom_sim.executors import Executor, ScoreBatch
-from loom_sim.executors.local import LocalExecutor
 from loom_sim.models.cache import ResponseCache
-from loom_sim.rollout.scoring.engine import ScoreOptions, ScoreSummary
-from loom_sim.store.matrix_file import is_matrix, read_matrix
-
-
-def score_directory(
-    run_dir: Path,
-    options: ScoreOptions,
-    base_url: str | None = None,
-    timeout_s: float = 120.0,
-    cache: ResponseCache | None = None,
-    executor: Executor | None = None,
-    *,
-    again: str | None = None,
-) -> ScoreSummary:
-    """Score ``run_dir`` where ``executor`` says (here by default). Ctrl-C stops it cleanly:
-    every turn scored so far is kept, and ``again`` (the command that continues) is said."""
-    batch = ScoreBatch([run_dir], options, run_dir, base_url, timeout_s, cache, again=again)
-    return (executor or LocalExecutor()).score(batch)[run_dir]
+from loom_sim.rollout.scoring.engine import ScoreOptions
+from loom_sim.store.matrix_file import is_matrix
 
 
 def score_matrix(
-    run_dir: Path,
-    concurrency: int,
-    base_url: str | None,
-    store: ResponseCache | None,
-    *,
-    judge_model: str | None = None,
-    judge_window: int | None = None,
-    force: bool = False,
-    timeout_s: float = 120.0,
-    executor: Executor | None = None,
+    run_dir: Path, concurrency: int, base_url: str | None, store: ResponseCache | None, **given
 ) -> list[Path]:
-    """Score every arm (locally one after the other, each arm's rollouts concurrently; on a
-    cluster every arm's rollouts at once)."""
-    record = read_matrix(run_dir)
-    written: list[Path] = []
-    options = ScoreOptions(judge_model, judge_window, force, concurrency)
-    arms = [a for a in record.arms if any((run_dir / a.key).glob("rollout_*/transcript.json"))]
-    batch = ScoreBatch(
-        [run_dir / a.key for a in arms], options, run_dir, base_url, timeout_s, store
-    )
-    summaries = (executor or LocalExecutor()).score(batch)
-    for arm in arms:
-        summary = summaries[run_dir / arm.key]
-        click.echo(
-            f"{arm.key}: scored {summary.scored_turns} turns "
-            f"({summary.skipped_turns} already scored, "
-            f"{summary.failures} scores the judge could not give)"
-        )
-        written += summary.written
-    return written
+    """Every arm scored (see :func:`loom_sim.api.scoring.score_matrix`), said on the terminal."""
+    return _score_matrix(run_dir, concurrency, base_url, store, say=click.echo, **given)
 
 
 @click.command()

@@ -35,6 +35,7 @@ from loom_sim.models.pricing import Price
 from loom_sim.models.providers import provider_limits
 from loom_sim.models.retry import Faults
 from loom_sim.plugins.actors import ACTORS, Responder, adversaries
+from loom_sim.resources import find
 from loom_sim.rollout.runtime.rollout import Cast, RolloutSpec
 from loom_sim.store.artifacts import RolloutFiles, config_hash, new_run_dir, rollout_dir, write_json
 from loom_sim.store.jsonl import writing
@@ -185,7 +186,8 @@ def choose_models(
 def plan_run(
     config_path: str | Path, options: RunOptions, argv: list[str] | None = None
 ) -> RunPlan:
-    config_path = Path(config_path)
+    # A shipped example's name works here as on the command line (find keeps a path as is).
+    config_path = find(config_path, "examples", "ported")
     config = load_config(config_path)
     turns = options.turns or config.trajectory.expected_turns
     if turns is None:
