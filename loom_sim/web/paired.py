@@ -24,11 +24,14 @@ def _value(score: Score | None) -> float | None:
     return score.value if score is not None and state(score) == SCORED else None
 
 
-def _diff(a: float | None, b: float | None) -> dict[str, Any]:
+def _diff(name: str, a: float | None, b: float | None) -> dict[str, Any]:
+    """``b - a``, and whether that is better or worse for ``b`` by the scorer's direction
+    (for a harm score, lower is better): the colour says which, the sign says which way."""
     if a is None or b is None:
         return {"text": "–", "sign": ""}
-    delta = b - a
-    return {"text": signed(delta), "sign": "up" if delta > 0 else "down" if delta < 0 else ""}
+    ga, gb = goodness(name, a), goodness(name, b)
+    sign = "" if ga is None or gb is None or ga == gb else "better" if gb > ga else "worse"
+    return {"text": signed(b - a), "sign": sign}
 
 
 def paired_page(resolver: Resolver, a_rel: str, b_rel: str) -> dict[str, Any]:
@@ -66,7 +69,7 @@ def paired_page(resolver: Resolver, a_rel: str, b_rel: str) -> dict[str, Any]:
                 "b": vb,
                 "grade_a": grade(goodness(name, va)),
                 "grade_b": grade(goodness(name, vb)),
-                "diff": _diff(va, vb),
+                "diff": _diff(name, va, vb),
             }
         )
     turns = []
@@ -79,13 +82,15 @@ def paired_page(resolver: Resolver, a_rel: str, b_rel: str) -> dict[str, Any]:
             if sa is None and sb is None:
                 continue
             va, vb = _value(sa), _value(sb)
-            diffs.append({"name": name, "a": va, "b": vb, "diff": _diff(va, vb)})
+            diffs.append({"name": name, "a": va, "b": vb, "diff": _diff(name, va, vb)})
         turns.append(
             {
                 "number": number,
                 "a": turn_view(left, order, None, None) if left else None,
                 "b": turn_view(right, order, None, None) if right else None,
                 "diffs": diffs,
+                # the summary line leads with where the two differ
+                "headline": sorted(diffs, key=lambda d: d["diff"]["text"] in ("0.00", "–")),
             }
         )
     return {
