@@ -125,7 +125,9 @@ def _charts(data: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]
 
 def _context(data: dict[str, Any]) -> dict[str, Any]:
     colors = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(data["targets"])}
-    tables = [(config, *scorer_rows(data, config)) for config in data["configs"]]
+    tables = [
+        (config, *scorer_rows(data, config, against_first=True)) for config in data["configs"]
+    ]
     board = data.get("board")
     return {
         "data": data,

@@ -141,6 +141,11 @@ def run_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
         if any(r.status == "error" for r in results.rollouts)
         else "partial"
     )
+    parent = _parent_run(resolver, run_dir)
+    # the pid writing it now, if any (a matrix's arm is written under the matrix's lock)
+    running = holder(run_dir) or (holder(run_dir.parent) if parent else None)
+    if running and status != "complete":
+        status = "running"  # still going: not failed, not waiting to be resumed
     arms = [
         {"key": a.key, "href": resolver.rel(a.dir), "config": a.record.config_name,
          "target": a.record.models.get("interlocutor", "?")}
@@ -159,11 +164,11 @@ def run_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
         "arms": arms,
         "summary": summary,
         "status": status,
-        "running": holder(run_dir),  # the pid writing it now, if any: not resumable meanwhile
+        "running": running,  # not resumable meanwhile
         "comparison": comparison,
         "report": has_turns and results.kind == "run",
         "since": token(run_dir),
-        "parent": _parent_run(resolver, run_dir),
+        "parent": parent,
     }
 
 
@@ -326,6 +331,8 @@ def compare_page(resolver: Resolver, rels: list[str], rates: list[str]) -> dict[
     return {
         "body": compare_body(data),
         "pairs": list(pairs.values()),
+        # runs a process is writing now: their numbers are still moving
+        "running": [resolver.rel(d) for d in dirs if holder(d) is not None],
         "runs": [resolver.rel(d) for d in dirs],
         "rates": rates,
     }

@@ -54,10 +54,11 @@ def paired_page(resolver: Resolver, a_rel: str, b_rel: str) -> dict[str, Any]:
     ra, rb = a["record"], b["record"]
     if ra is not None and rb is not None and ra.config_sha256 != rb.config_sha256:
         problems.append("The two rollouts ran different configs: their turns are not a pair.")
-    if ta.seed != tb.seed:
+    if (ta.seed, ta.index) != (tb.seed, tb.index):
         problems.append(
-            f"The two rollouts have different seeds ({ta.seed} and {tb.seed}): the persona's "
-            "choices differ, so their differences are not paired."
+            f"These are not the same rollout of the same seed (seed {ta.seed} rollout "
+            f"{ta.index}, seed {tb.seed} rollout {tb.index}): the persona's choices differ, so "
+            "their turns are not a pair."
         )
     aggregates = []
     for name in order:
