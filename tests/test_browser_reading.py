@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from browser import Browser, available, free_port, wait_for
-from workbench_runs import ROLLOUTS, SEED, TURNS, extra_scorers, invoke, make_matrix, quick_config
+from workbench_runs import ROLLOUTS, TURNS, make_cut_run, make_matrix
 
 pytestmark = [
     pytest.mark.slow,
@@ -34,7 +33,6 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 LOOM_SIM = Path(sys.executable).parent / "loom-sim"
 ARM_A = "matrix/mania_patient--scripted-varied"
 ARM_B = "matrix/mania_patient--scripted-paraphrase"
-CAP = 30  # the target's token limit in the "cut" run: the scripted model writes 24-44 words
 
 # Everything on screen, with every fold opened (a closed <details> is not rendered text),
 # less the persona's prompts: they are the config's own words, quotes and all.
@@ -43,19 +41,6 @@ PAGE_TEXT = (
     "document.querySelectorAll('pre.prompt').forEach(p => p.remove());"
     "return document.body.innerText"
 )
-
-
-def make_cut_run(folder: Path, out: Path) -> None:
-    config = quick_config(folder)
-    data = yaml.safe_load(config.read_text())
-    data.setdefault("conversation", {})["interlocutor_max_tokens"] = CAP
-    config.write_text(yaml.safe_dump(data, sort_keys=False))
-    with extra_scorers():
-        invoke(
-            "run", str(config), "--target", "scripted/varied", "--turns", str(TURNS),
-            "--rollouts", "1", "--seed", str(SEED), "--persona-model", "scripted/varied",
-            "--judge-model", "scripted/judge", "-o", str(out),
-        )  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from test_web import cut_to_live
-from workbench_runs import TURNS, make_matrix, make_single
+from workbench_runs import TURNS, make_cut_run, make_matrix, make_single
 
+from loom_sim.cli import cli
 from loom_sim.web.app import create_app
 from loom_sim.web.display import entries, number, signed
 
@@ -28,6 +30,7 @@ def root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("results")
     shutil.copytree(make_matrix(work), root / "matrix")
     shutil.copytree(make_single(work, "scripted/varied", "single"), root / "single")
+    make_cut_run(work, root / "cut")
     return root
 
 
@@ -76,6 +79,31 @@ def test_each_turn_records_why_each_model_stopped(root):
     lines = (root / ARM / "rollout_000" / "turns.jsonl").read_text().splitlines()
     reasons = [json.loads(line)["finish_reasons"] for line in lines]
     assert reasons == [{"persona": "stop", "interlocutor": "stop"}] * TURNS
+
+
+def cut_turns(root: Path) -> tuple[list[int], list[int]]:
+    """The turns (from 1) whose target reply was cut at its token limit, and the others."""
+    lines = (root / "cut" / "rollout_000" / "turns.jsonl").read_text().splitlines()
+    reasons = [json.loads(line)["finish_reasons"]["interlocutor"] for line in lines]
+    cut = [n for n, why in enumerate(reasons, 1) if why == "length"]
+    whole = [n for n, why in enumerate(reasons, 1) if why == "stop"]
+    assert cut and whole and len(cut) + len(whole) == TURNS
+    return cut, whole
+
+
+async def test_a_cut_reply_is_marked_on_the_page_and_in_view(root, client):
+    cut, _ = cut_turns(root)
+    page = (await client.get("/rollout/cut/rollout_000")).text
+    sections = [s.split("</section>")[0] for s in page.split('<section class="turn" ')[1:]]
+    marked = [
+        int(re.match(r'id="turn-(\d+)"', s).group(1))
+        for s in sections
+        if "cut at the token limit" in s
+    ]
+    assert marked == cut
+    result = CliRunner().invoke(cli, ["view", str(root / "cut" / "rollout_000")])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("interlocutor: cut at the token limit") == len(cut)
 
 
 async def test_the_rollout_page_reads_as_a_researcher_reads_it(client):

@@ -8,11 +8,13 @@ scorer's difference on that turn, shows *where* two targets part ways, which a m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
 from loom_sim.runs.scores import SCORED, goodness, rollout_value, scorer_names, state
-from loom_sim.store.records import Score
+from loom_sim.store.records import Score, Transcript
+from loom_sim.store.run_file import RunRecord
 from loom_sim.web.display import signed
 from loom_sim.web.pages import grade, load_rollout, target_of, turn_view
 from loom_sim.web.paths import Resolver
@@ -34,24 +36,34 @@ def _diff(name: str, a: float | None, b: float | None) -> dict[str, Any]:
     return {"text": signed(b - a), "sign": sign}
 
 
-def paired_page(resolver: Resolver, a_rel: str, b_rel: str) -> dict[str, Any]:
-    sides = []
-    for rel in (a_rel, b_rel):
+@dataclass(frozen=True)
+class Side:
+    """One of the two rollouts: where it is, what ran it, what it said."""
+
+    rel: str
+    run_rel: str
+    record: RunRecord | None
+    transcript: Transcript
+    target: str
+
+    @classmethod
+    def load(cls, resolver: Resolver, rel: str) -> Side:
         folder, record, transcript = load_rollout(resolver, rel)
-        sides.append(
-            {
-                "rel": resolver.rel(folder),
-                "run_rel": resolver.rel(folder.parent),
-                "record": record,
-                "transcript": transcript,
-                "target": target_of(record, transcript),
-            }
+        return cls(
+            resolver.rel(folder),
+            resolver.rel(folder.parent),
+            record,
+            transcript,
+            target_of(record, transcript),
         )
-    a, b = sides
-    ta, tb = a["transcript"], b["transcript"]
+
+
+def paired_page(resolver: Resolver, a_rel: str, b_rel: str) -> dict[str, Any]:
+    a, b = Side.load(resolver, a_rel), Side.load(resolver, b_rel)
+    ta, tb = a.transcript, b.transcript
     order = scorer_names([ta, tb])
     problems = []
-    ra, rb = a["record"], b["record"]
+    ra, rb = a.record, b.record
     if ra is not None and rb is not None and ra.config_sha256 != rb.config_sha256:
         problems.append("The two rollouts ran different configs: their turns are not a pair.")
     if (ta.seed, ta.index) != (tb.seed, tb.index):
@@ -76,7 +88,7 @@ def paired_page(resolver: Resolver, a_rel: str, b_rel: str) -> dict[str, Any]:
     turns = []
     for left, right in zip_longest(ta.turns, tb.turns):
         number = (left or right).turn + 1
-        diffs = []
+        diffs: list[dict[str, Any]] = []
         for name in order:
             sa = left.scores.get(name) if left else None
             sb = right.scores.get(name) if right else None
