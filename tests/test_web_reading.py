@@ -173,3 +173,24 @@ async def test_a_live_matrix_shows_running(root, client):
         holder.wait(timeout=30)
     page = (await client.get("/run/live")).text
     assert 'id="live-status">partial</span>' in page and "--resume" in page
+
+
+def test_the_report_marks_a_flagged_reply_cut(root, tmp_path):
+    """report.md and report.html show a flagged turn's reply as cut when its record says the
+    model stopped at its token limit (the record is the evidence: set here on a flagged turn)."""
+    run = tmp_path / "cut"
+    shutil.copytree(root / "cut", run)
+    report = json.loads((run / "report.json").read_text())
+    flagged = report["rollouts"][0]["flagged"]
+    assert flagged, "the fixture's rollout has flagged turns"
+    turn = flagged[0]["turn"]
+    path = run / "rollout_000" / "transcript.json"
+    transcript = json.loads(path.read_text())
+    transcript["turns"][turn]["finish_reasons"] = {"persona": "stop", "interlocutor": "length"}
+    path.write_text(json.dumps(transcript))
+    result = CliRunner().invoke(cli, ["report", str(run)])
+    assert result.exit_code == 0, result.output
+    entry = json.loads((run / "report.json").read_text())["rollouts"][0]["flagged"][0]
+    assert entry["cut"] == ["interlocutor"]
+    assert "interlocutor (cut at the token limit):" in (run / "report.md").read_text()
+    assert '<span class="cut">cut at the token limit</span>' in (run / "report.html").read_text()
