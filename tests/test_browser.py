@@ -115,6 +115,8 @@ def test_a_rollout_shows_turns_and_scores(browser, server):
         "return [...document.querySelectorAll('.said.persona p')].map(p => p.innerText)"
     )
     assert len(persona) == TURNS and all(len(text) > 20 for text in persona)
+    # Each turn's scores are folded to one line; opened, the table shows every score.
+    browser.js("document.querySelectorAll('details.turn-scores').forEach(d => d.open = true)")
     scores = browser.js(
         "return [...document.querySelectorAll('tr.score-row')]"
         ".map(r => [r.dataset.scorer, r.querySelector('td.score').innerText])"

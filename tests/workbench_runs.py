@@ -126,3 +126,22 @@ def make_single(folder: Path, target: str, name: str, *, seed: int = SEED) -> Pa
             "-o", str(out),
         )  # fmt: skip
     return out
+
+
+CUT_AT = 30  # the target's token limit in make_cut_run: the scripted model writes 24-44 words
+
+
+def make_cut_run(folder: Path, out: Path) -> Path:
+    """A one-rollout run whose target replies are capped at ``CUT_AT`` tokens: the scripted
+    model cuts the longer ones off there (finish reason "length") and leaves the others whole."""
+    config = quick_config(folder)
+    data = yaml.safe_load(config.read_text())
+    data.setdefault("conversation", {})["interlocutor_max_tokens"] = CUT_AT
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    with extra_scorers():
+        invoke(
+            "run", str(config), "--target", "scripted/varied", "--turns", str(TURNS),
+            "--rollouts", "1", "--seed", str(SEED), "--persona-model", "scripted/varied",
+            "--judge-model", "scripted/judge", "-o", str(out),
+        )  # fmt: skip
+    return out

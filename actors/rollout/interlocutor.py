@@ -106,6 +106,7 @@ class InterlocutorActor(Actor):
             latency_s=response.latency_s,
             attempts=response.attempts,
             cut_turns=cut,
+            finish_reason=response.finish_reason,
         )
 
     def _remember(self, persona_text: str, reply: str) -> None:

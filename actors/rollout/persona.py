@@ -116,6 +116,7 @@ class PersonaActor(Actor):
             latency_s=response.latency_s,
             attempts=response.attempts,
             cut_turns=cut,
+            finish_reason=response.finish_reason,
         )
 
     def _remember(self, exchange: Heard) -> None:

@@ -275,6 +275,9 @@ def render_turn(record: TurnRecord) -> RenderableType:
         how.append(", template)" if move.composed == "template" else ")", "red")
         how.append(f" {move.rationale}", "dim")
         grid.add_row(Text("tactic", "red"), how)
+    for role in ("persona", "interlocutor"):
+        if record.cut_at_limit(role):  # the model stopped at its token limit, mid-reply
+            grid.add_row(Text("cut", "red"), Text(f"{role}: cut at the token limit", "red"))
     for event in record.monitor_events:
         grid.add_row(Text("monitor", "magenta"), _event(event))
     target = _target_scores(record)

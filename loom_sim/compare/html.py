@@ -65,10 +65,11 @@ def curve_chart(title: str, lines: dict[str, list[float | None]], colors: dict[s
             f"{v:g}</text>"
         )
     step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 10**9) if turns / s <= 8)
-    for turn in range(0, max(turns, 1), step):
+    # turns are read counted from 1: ticks at turn 1 and at each multiple of the step
+    for shown in dict.fromkeys([1, *range(step, turns + 1, step)]):
         parts.append(
-            f'<text x="{_n(x(turn))}" y="{height - 6}" text-anchor="middle" class="tick">'
-            f"{turn}</text>"
+            f'<text x="{_n(x(shown - 1))}" y="{height - 6}" text-anchor="middle" class="tick">'
+            f"{shown}</text>"
         )
     for k, (target, series) in enumerate(lines.items()):
         color = colors.get(target, "#444")
@@ -124,7 +125,9 @@ def _charts(data: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]
 
 def _context(data: dict[str, Any]) -> dict[str, Any]:
     colors = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(data["targets"])}
-    tables = [(config, *scorer_rows(data, config)) for config in data["configs"]]
+    tables = [
+        (config, *scorer_rows(data, config, against_first=True)) for config in data["configs"]
+    ]
     board = data.get("board")
     return {
         "data": data,

@@ -73,18 +73,20 @@ def difference_text(diff: dict[str, Any] | None) -> str:
     return text
 
 
-def scorer_rows(data: dict[str, Any], config: str) -> tuple[list[str], list[list[str]]]:
-    """The header and rows of one config's table: scorers × targets (and, with exactly two
-    targets, their difference)."""
+def scorer_rows(
+    data: dict[str, Any], config: str, *, against_first: bool = False
+) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of one config's table: scorers × targets and, with exactly two
+    targets, their difference; with ``against_first`` (a page wide enough), with more targets
+    too, each other target's difference from the first."""
     targets = [t for t in data["targets"] if data["table"][config][t]["rollouts"]]
     header = ["scorer", *targets]
-    pair = len(targets) == 2
-    if pair:
-        header.append(f"{targets[1]} − {targets[0]}")
+    others = targets[1:] if len(targets) == 2 or (against_first and len(targets) > 2) else []
+    header += [f"{t} − {targets[0]}" for t in others]
     diffs = {
-        d["scorer"]: d
+        (d["b"], d["scorer"]): d
         for d in data["differences"]
-        if d["config"] == config and pair and (d["a"], d["b"]) == tuple(targets)
+        if d["config"] == config and d["a"] == targets[0] and d["b"] in others
     }
     rows = []
     for scorer in data["scorers"]:
@@ -92,24 +94,19 @@ def scorer_rows(data: dict[str, Any], config: str) -> tuple[list[str], list[list
             scorer,
             *(cell_text(data["table"][config][t]["scores"].get(scorer)) for t in targets),
         ]
-        if pair:
-            row.append(difference_text(diffs.get(scorer)))
+        row += [difference_text(diffs.get((t, scorer))) for t in others]
         rows.append(row)
     for name in data["rates"]:
         row = [
             f"rate {name}",
             *(cell_text(data["table"][config][t]["rates"][name]) for t in targets),
         ]
-        if pair:
-            row.append("")
-        rows.append(row)
+        rows.append(row + [""] * len(others))
     footer = ["rollouts (turns)"]
     for t in targets:
         entry = data["table"][config][t]
         footer.append(f"{entry['rollouts']} ({entry['turns']})")
-    if pair:
-        footer.append("")
-    rows.append(footer)
+    rows.append(footer + [""] * len(others))
     return header, rows
 
 

@@ -21,6 +21,8 @@ class Utterance(Body, frozen=True):
     latency_s: float = 0.0
     attempts: int = 1
     cut_turns: int = 0  # history turns left out to fit the context budget
+    # why the model stopped ("stop", or "length"/"max_tokens": cut at the token limit)
+    finish_reason: str | None = None
 
     def summary(self) -> str:
         text = self.text

@@ -60,6 +60,10 @@ class InForce(msgspec.Struct, frozen=True, omit_defaults=True):
     blocks: PromptBlocks | None = None
 
 
+#: Finish reasons that mean a reply was cut off at its token limit (OpenAI-style, Anthropic).
+CUT_AT_LIMIT = frozenset({"length", "max_tokens"})
+
+
 class TurnRecord(msgspec.Struct, frozen=True):
     turn: int
     phase: str
@@ -100,6 +104,13 @@ class TurnRecord(msgspec.Struct, frozen=True):
     offered_by_redirect: list[str] = msgspec.field(default_factory=list)
     # The message still continued the loop after a redirect, and went out of retries.
     sent_despite_redirect: bool = False
+    # Why each model stopped writing its message, by role ("persona", "interlocutor"), as the
+    # provider said: "length" (or Anthropic's "max_tokens") means cut at the token limit.
+    finish_reasons: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def cut_at_limit(self, role: str) -> bool:
+        """Whether ``role``'s message this turn was cut off at its token limit."""
+        return self.finish_reasons.get(role) in CUT_AT_LIMIT
 
 
 class Aggregate(msgspec.Struct, frozen=True):

@@ -9,6 +9,7 @@ Routes (GET only; anything else is 405):
 | ``/report/<path>`` | a single run's report.html, made from the files as they are now |
 | ``/rollout/<path>`` | a rollout as a conversation: scaffolding, messages, monitors, scores |
 | ``/compare?run=<path>&run=<path>`` | runs compared, one column per target |
+| ``/pair?a=<path>&b=<path>`` | two rollouts of the same config and seed side by side |
 | ``/events/<path>`` | server-sent events while the run at ``<path>`` is going |
 | ``/static/...`` | the viewer's CSS and its one small script |
 
@@ -45,6 +46,7 @@ from loom_sim.errors import LoomError
 from loom_sim.store.matrix_file import is_matrix
 from loom_sim.web.live import events
 from loom_sim.web.pages import Filters, compare_page, grade, rollout_page, run_page, runs_page
+from loom_sim.web.paired import paired_page
 from loom_sim.web.paths import NotFound, Resolver
 
 __all__ = ["LOOPBACK_HOSTS", "create_app"]
@@ -164,6 +166,16 @@ def create_app(
             lambda: _page("compare.html.j2", **compare_page(resolver, rels, rates))
         )
 
+    async def pair(request: Request) -> Response:
+        a, b = request.query_params.get("a"), request.query_params.get("b")
+        if not a or not b:
+            return _page(
+                "error.html.j2", 400, title="Nothing to pair",
+                message="The paired view needs two rollouts: /pair?a=ROLLOUT&b=ROLLOUT "
+                "(a matrix's run page links each rollout to its pair).",
+            )  # fmt: skip
+        return await off_loop(lambda: _page("pair.html.j2", **paired_page(resolver, a, b)))
+
     async def stream(request: Request) -> Response:
         run_dir = await off_loop(partial(resolver.run_dir, request.path_params["path"]))
         since = request.query_params.get("since")
@@ -186,6 +198,7 @@ def create_app(
         Route("/report/{path:path}", report),
         Route("/rollout/{path:path}", rollout),
         Route("/compare", compare),
+        Route("/pair", pair),
         Route("/events/{path:path}", stream),
         Route("/static/{name}", static),
     ]

@@ -8,7 +8,6 @@ autoescape it, and nothing here marks any of it safe.
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,12 +24,13 @@ from loom_sim.runs.scores import SCORED, goodness, rollout_value, scorer_names, 
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.records import Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RunRecord, read_run
+from loom_sim.web.display import entries
 from loom_sim.web.live import token
+from loom_sim.web.pairs import pair_links
 from loom_sim.web.paths import Resolver
 
-__all__ = ["compare_page", "rollout_page", "run_page", "runs_page"]
+__all__ = ["compare_page", "load_rollout", "rollout_page", "run_page", "runs_page"]
 
-LONG_TEXT = 60  # detail strings longer than this are shown as paragraphs (a judge's reasoning)
 # A page's size is bounded whatever a run holds: a long run shows its rollouts, and a long
 # rollout its turns, a page at a time; a rollout whose files are larger than a page could
 # ever show is not parsed at all (`loom-sim view` and `export` read it in full).
@@ -91,6 +91,7 @@ def _rollout_rows(
     results: RunResults, resolver: Resolver, pages: Pages
 ) -> tuple[list[str], list[dict]]:
     scorers = scorer_names(r.transcript for r in results.rollouts)
+    pairs = pair_links(resolver, [results]) if results.kind == "matrix" else {}
     rows = []
     for r in results.rollouts[pages.start : pages.stop]:
         t = r.transcript
@@ -109,6 +110,7 @@ def _rollout_rows(
                 "values": values,
                 "grades": grades,
                 "href": resolver.rel(r.dir) if t.turns else None,
+                "pairs": pairs.get(resolver.rel(r.dir), []),
             }
         )
     return scorers, rows
@@ -139,6 +141,11 @@ def run_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
         if any(r.status == "error" for r in results.rollouts)
         else "partial"
     )
+    parent = _parent_run(resolver, run_dir)
+    # the pid writing it now, if any (a matrix's arm is written under the matrix's lock)
+    running = holder(run_dir) or (holder(run_dir.parent) if parent else None)
+    if running and status != "complete":
+        status = "running"  # still going: not failed, not waiting to be resumed
     arms = [
         {"key": a.key, "href": resolver.rel(a.dir), "config": a.record.config_name,
          "target": a.record.models.get("interlocutor", "?")}
@@ -157,12 +164,12 @@ def run_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
         "arms": arms,
         "summary": summary,
         "status": status,
-        "running": holder(run_dir),  # the pid writing it now, if any: not resumable meanwhile
+        "running": running,  # not resumable meanwhile
         "comparison": comparison,
         "faults": _faults(results),
         "report": has_turns and results.kind == "run",
         "since": token(run_dir),
-        "parent": _parent_run(resolver, run_dir),
+        "parent": parent,
     }
 
 
@@ -186,24 +193,8 @@ def _parent_run(resolver: Resolver, run_dir: Path) -> str | None:
 # ─── a rollout ──────────────────────────────────────────────────────────────
 
 
-def _details(details: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """A score's details as short (key, value) pairs and long texts (the judge's reasoning)."""
-    short: list[tuple[str, str]] = []
-    long: list[tuple[str, str]] = []
-    for key, value in details.items():
-        if isinstance(value, str):
-            (long if len(value) > LONG_TEXT else short).append((key, value))
-        elif isinstance(value, float):
-            short.append((key, f"{value:.3f}"))
-        else:
-            text = json.dumps(value, ensure_ascii=False, default=str)
-            (long if len(text) > LONG_TEXT else short).append((key, text))
-    return short, long
-
-
 def _score(name: str, score: Score) -> dict[str, Any]:
     found = state(score)
-    short, long = _details(score.details)
     value = score.value if found == SCORED else None
     return {
         "name": name,
@@ -212,8 +203,7 @@ def _score(name: str, score: Score) -> dict[str, Any]:
         "grade": grade(goodness(name, value)),
         "source": score.source,
         "error": score.error,
-        "short": short,
-        "long": long,
+        "details": entries(score.details),
     }
 
 
@@ -228,7 +218,7 @@ def _scaffolding(assembler: Assembler | None, record: TurnRecord) -> str | None:
     return plan.prompt.render() if plan.prompt is not None else None
 
 
-def _turn(
+def turn_view(
     record: TurnRecord, order: list[str], assembler: Assembler | None, last_full: int | None
 ) -> dict[str, Any]:
     names = [s for s in order if s in record.scores]
@@ -278,12 +268,13 @@ def _too_large(folder: Path) -> None:
             )
 
 
-def rollout_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
+def load_rollout(resolver: Resolver, rel: str) -> tuple[Path, RunRecord | None, Transcript]:
+    """A rollout's folder, its run's record (None if unreadable) and its transcript (scored,
+    or as far as its turns have been written)."""
     folder = resolver.rollout_dir(rel)
-    run_dir = folder.parent
     _too_large(folder)
     try:
-        record: RunRecord | None = read_run(run_dir)
+        record: RunRecord | None = read_run(folder.parent)
     except LoomError:
         record = None
     transcript: Transcript = (
@@ -291,6 +282,18 @@ def rollout_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
         if (folder / TRANSCRIPT_FILE).is_file()
         else partial_transcript(folder, record)
     )
+    return folder, record, transcript
+
+
+def target_of(record: RunRecord | None, transcript: Transcript) -> str:
+    return (record.models.get("interlocutor") if record else None) or transcript.models.get(
+        "interlocutor", "?"
+    )
+
+
+def rollout_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
+    folder, record, transcript = load_rollout(resolver, rel)
+    run_dir = folder.parent
     config = _config(record) if record is not None and not record.imported_from else None
     assembler = Assembler(config, record.turns) if config is not None and record else None
     order = scorer_names([transcript])
@@ -303,10 +306,8 @@ def rollout_page(resolver: Resolver, rel: str, page: int = 1) -> dict[str, Any]:
     for turn in transcript.turns[pages.start : pages.stop]:
         if turn.injection == "full":
             last_full = turn.turn
-        turns.append(_turn(turn, order, assembler, last_full))
-    target = (record.models.get("interlocutor") if record else None) or transcript.models.get(
-        "interlocutor", "?"
-    )
+        turns.append(turn_view(turn, order, assembler, last_full))
+    target = target_of(record, transcript)
     return {
         "rel": resolver.rel(folder),
         "run_rel": resolver.rel(run_dir),
@@ -330,9 +331,18 @@ def compare_page(resolver: Resolver, rels: list[str], rates: list[str]) -> dict[
     from loom_sim.compare.html import compare_body
 
     dirs = [resolver.run_dir(rel) for rel in rels]
-    data = build_compare(dirs, [parse_rate(r) for r in rates if r.strip()])
+    results = [load_results(d, within=resolver.root) for d in dirs]
+    data = build_compare(results, [parse_rate(r) for r in rates if r.strip()])
+    links = pair_links(resolver, results)
+    pairs: dict[str, dict[str, str]] = {}  # one link per pair, in the runs' order
+    for found in links.values():
+        for link in found:
+            pairs.setdefault(link["href"], link)
     return {
         "body": compare_body(data),
+        "pairs": list(pairs.values()),
+        # runs a process is writing now: their numbers are still moving
+        "running": [resolver.rel(d) for d in dirs if holder(d) is not None],
         "runs": [resolver.rel(d) for d in dirs],
         "rates": rates,
     }

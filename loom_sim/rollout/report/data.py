@@ -236,6 +236,8 @@ def _flagged(
                 "monitor_events": [_event(record.turn, e) for e in record.monitor_events],
                 "scores": {s: _value(record, s) for s in scorers if s in record.scores},
                 "errors": {s: sc.error for s, sc in record.scores.items() if sc.error},
+                # the messages cut off at their token limit (by role)
+                "cut": [r for r in ("persona", "interlocutor") if record.cut_at_limit(r)],
             }
         flagged.append(entry)
     return flagged

@@ -301,8 +301,13 @@ def _flagged(report: ReportRecord) -> list[str]:
             turn = flag["turn"] + 1
             lines.append(f"- **turn {turn}** · {_md(flag.get('phase', '?'))} · {reasons}")
             if "persona" in flag:
-                lines.append(f"  - persona: “{_md(excerpt(flag['persona']))}”")
+                cut = flag.get("cut", [])
+                mark = {r: " (cut at the token limit)" if r in cut else "" for r in cut}
+                lines.append(
+                    f"  - persona{mark.get('persona', '')}: “{_md(excerpt(flag['persona']))}”"
+                )
                 speaker = f"adversary ({flag['tactic']})" if flag.get("tactic") else "interlocutor"
+                speaker += mark.get("interlocutor", "")
                 lines.append(f"  - {speaker}: “{_md(excerpt(flag['interlocutor']))}”")
             for event in flag.get("monitor_events", []):
                 lines.append(f"  - monitor: {_md(event_text(event))}")

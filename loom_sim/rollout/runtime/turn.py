@@ -105,6 +105,14 @@ class TurnInProgress:
             revelation_evidence=revealed,
             offered_by_redirect=self.offered_by_redirect,
             sent_despite_redirect=self.sent_despite_redirect,
+            finish_reasons={
+                role: reason
+                for role, reason in (
+                    ("persona", self.committed.finish_reason),
+                    ("interlocutor", self.answer.finish_reason),
+                )
+                if reason
+            },
         )
 
 
