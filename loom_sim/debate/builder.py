@@ -265,7 +265,7 @@ class Builder:
             limits = {"posts": settings.relevant_posts, "items": settings.relevant_items}
             answer = await self._json(
                 role, persona, nonce, n, render("build_relevance", **limits, **common),
-                _RELEVANCE, lambda v: _relevant(v, ids),
+                _relevance_schema(sorted(ids)), lambda v: _relevant(v, ids),
             )  # fmt: skip
         elif name == "evidence_policy":
             answer = await self._json(
@@ -275,13 +275,18 @@ class Builder:
             answer = await self._json(
                 role, persona, nonce, n,
                 render("build_anchors", most=settings.max_anchor_excerpts, **common),
-                _ANCHORS, lambda v: _anchors(v, excerpts, settings.max_anchor_excerpts),
+                _anchors_schema(sorted({e.id for e in excerpts})),
+                lambda v: _anchors(v, excerpts, settings.max_anchor_excerpts),
             )  # fmt: skip
         if not answer.ok or answer.value is None:
+            # each try's seed is fixed, so the same command would get the same answers:
+            # say what came back and point at another model, not at a rerun
+            returned = " ".join(answer.raw.split())[:200] or "nothing"
             raise BuildFailed(
                 f"{persona.id}: step {n + 1} of 9 ({name}) got no usable answer after "
-                f"{answer.attempts} tries ({answer.error}); the steps before it are saved: "
-                "run the same command again to continue"
+                f"{answer.attempts} tries ({answer.error}); the model returned: {returned}. "
+                f"The steps before it are saved; build with another model "
+                f"(--model {role}=SPEC) to continue from this step"
             )
         # the anchors' validator answers (kept, rejected); every other step, its value
         value, rejected = answer.value if name == "anchors" else (answer.value, [])
@@ -389,18 +394,28 @@ class Builder:
 
 # ─── what each step's answer must be ────────────────────────────────────────
 
-_RELEVANCE = {
-    "type": "object",
-    "properties": {"relevant": {"type": "array", "items": {"type": "string"}}},
-    "required": ["relevant"],
-}
+
+def _relevance_schema(ids: list[str]) -> dict[str, Any]:
+    """Only the corpus's excerpt ids, at least one: a model whose output is constrained by the
+    schema (the embedded one) can then neither invent an id nor keep nothing."""
+    ids_schema: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
+    return {
+        "type": "object",
+        "properties": {"relevant": {"type": "array", "items": ids_schema, "minItems": 1}},
+        "required": ["relevant"],
+    }
+
+
+# no minLength: the embedded model writes a schema of these keys by its fast path (llama_json)
+_LIST = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+_TEXT = {"type": "string"}
 _EVIDENCE = {
     "type": "object",
     "properties": {
-        "acceptable_sources": {"type": "array", "items": {"type": "string"}},
-        "unacceptable_sources": {"type": "array", "items": {"type": "string"}},
-        "weighting_rules": {"type": "string"},
-        "tool_pull_triggers": {"type": "string"},
+        "acceptable_sources": _LIST,
+        "unacceptable_sources": _LIST,
+        "weighting_rules": _TEXT,
+        "tool_pull_triggers": _TEXT,
     },
     "required": [
         "acceptable_sources",
@@ -409,20 +424,26 @@ _EVIDENCE = {
         "tool_pull_triggers",
     ],
 }
-_ANCHORS = {
-    "type": "object",
-    "properties": {
-        "anchors": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"excerpt": {"type": "string"}, "quote": {"type": "string"}},
-                "required": ["excerpt", "quote"],
-            },
-        }
-    },
-    "required": ["anchors"],
-}
+
+
+def _anchors_schema(ids: list[str]) -> dict[str, Any]:
+    """Each anchor names an excerpt of the corpus, and there is at least one."""
+    excerpt: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
+    return {
+        "type": "object",
+        "properties": {
+            "anchors": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {"excerpt": excerpt, "quote": {"type": "string"}},
+                    "required": ["excerpt", "quote"],
+                },
+            }
+        },
+        "required": ["anchors"],
+    }
 
 
 def _relevant(value: Any, ids: set[str]) -> list[str]:
