@@ -8,11 +8,20 @@ this over its inbox; nothing else builds judge prompts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from loom_sim.judging.fence import fence
+from loom_sim.judging.fit import TEMPLATE_SLACK, fit_window
 from loom_sim.judging.prompts import render
 from loom_sim.judging.structured import ask_json, require_keys
-from loom_sim.messages import Judge, Judgement
-from loom_sim.models.base import ChatMessage, ModelClient, enforces_schema, schema_text
+from loom_sim.messages import Judge, Judgement, WindowTurn
+from loom_sim.models.base import (
+    ChatMessage,
+    ModelClient,
+    Preloadable,
+    enforces_schema,
+    schema_text,
+)
 from loom_sim.seeds import SeedSource
 
 
@@ -29,17 +38,30 @@ async def judge(
     # new prompt to the model's prefix cache.
     nonce = f"{seeds.for_call('judge-fence', 0):08x}"
     system = render("judge_system", material=bool(request.material))
-    fenced = fence(request.window, nonce, request.material)
-    user = render(
-        "judge_user",
-        brief=request.brief,
-        transcript=fenced,
-        rubric=request.rubric,
-        # A model held to the schema by its decoder (llama.cpp's grammar) need not read it: on a
-        # CPU every prompt token costs time, and a small model copies a schema's words into
-        # its answer ("type", "string") more than it learns from them.
-        schema="" if enforces_schema(model) else schema_text(request.schema),
+    # A model held to the schema by its decoder (llama.cpp's grammar) need not read it: on a
+    # CPU every prompt token costs time, and a small model copies a schema's words into its
+    # answer ("type", "string") more than it learns from them.
+    schema = "" if enforces_schema(model) else schema_text(request.schema)
+
+    def user_prompt(window: Sequence[WindowTurn]) -> str:
+        fenced = fence(list(window), nonce, request.material)
+        return render(
+            "judge_user",
+            brief=request.brief,
+            transcript=fenced,
+            rubric=request.rubric,
+            schema=schema,
+        )
+
+    if isinstance(model, Preloadable):  # its own token counts, not an estimate
+        await model.preload()
+    system_tokens = model.count_tokens(system)
+    window, fitted = fit_window(
+        request.window,
+        lambda turns: system_tokens + model.count_tokens(user_prompt(turns)),
+        model.context_tokens - max_tokens - TEMPLATE_SLACK,
     )
+    user = user_prompt(window)
     answer = await ask_json(
         model,
         [ChatMessage("system", system), ChatMessage("user", user)],
@@ -57,7 +79,13 @@ async def judge(
             raw=answer.raw,
             attempts=answer.attempts,
             usage=answer.usage,
+            fitted=fitted,
         )
     return Judgement(
-        ok=False, raw=answer.raw, error=answer.error, attempts=answer.attempts, usage=answer.usage
+        ok=False,
+        raw=answer.raw,
+        error=answer.error,
+        attempts=answer.attempts,
+        usage=answer.usage,
+        fitted=fitted,
     )

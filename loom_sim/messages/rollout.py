@@ -225,6 +225,7 @@ class Judgement(Body, frozen=True):
     error: str | None = None
     attempts: int = 1
     usage: Usage = msgspec.field(default_factory=Usage)
+    fitted: str | None = None  # what of the window was left out to fit the judge's context
 
     def summary(self) -> str:
         text = f"ok {self.parsed}" if self.ok else f"failed: {self.error}"
