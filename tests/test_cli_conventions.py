@@ -112,3 +112,13 @@ def test_piped_table_console_is_not_the_terminal_width(monkeypatch):
         assert table_console(file=piped).width == PIPED_WIDTH
         monkeypatch.setenv("COLUMNS", "100")  # a width asked for is kept
         assert table_console(file=piped).width == 100
+
+
+def test_view_turns_help_and_behaviour_agree():
+    """``--turns 1:2`` is turns 1 and 2 as numbered on screen, and the help says so."""
+    from loom_sim.cli.view import parse_turns
+
+    assert list(range(10))[parse_turns("1:2")] == [0, 1]
+    assert list(range(10))[parse_turns("-5:")] == [5, 6, 7, 8, 9]
+    help_text = " ".join(CliRunner().invoke(cli, ["view", "--help"]).output.split())
+    assert "both included" in help_text and "exclusive" not in help_text
