@@ -122,3 +122,12 @@ def test_view_turns_help_and_behaviour_agree():
     assert list(range(10))[parse_turns("-5:")] == [5, 6, 7, 8, 9]
     help_text = " ".join(CliRunner().invoke(cli, ["view", "--help"]).output.split())
     assert "both included" in help_text and "exclusive" not in help_text
+
+
+@pytest.mark.parametrize("command", ["compare", "export", "view", "score", "runs", "report"])
+def test_a_missing_path_is_one_usage_error_everywhere(command, tmp_path):
+    """The same rule for every command that reads a path: click's usage error, exit 2."""
+    missing = tmp_path / "nowhere"
+    result = CliRunner().invoke(cli, [command, str(missing)])
+    assert result.exit_code == 2, result.output
+    assert "does not exist" in result.stderr and "Traceback" not in result.output

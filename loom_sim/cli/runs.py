@@ -40,7 +40,7 @@ def _status(run: RunSummary, now: float) -> Text:
     metavar="[RESULTS_DIR]",
     required=False,
     default="results",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
 )
 @click.option("--config", metavar="TEXT", help="Only runs with a config whose name contains TEXT.")
 @click.option("--target", metavar="TEXT", help="Only runs with a target whose spec contains TEXT.")
