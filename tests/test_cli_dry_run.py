@@ -20,7 +20,7 @@ LOOM_SIM = Path(sys.executable).parent / "loom-sim"
 
 
 def dry_run_json(*args: str) -> list[dict]:
-    result = CliRunner().invoke(cli, ["dry-run", *args, "--format", "json"])
+    result = CliRunner().invoke(cli, ["dry-run", *args, "--json"])
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
@@ -116,7 +116,7 @@ def test_text_format_shows_headers_prompts_and_reminders():
 
 
 def test_warns_about_phases_a_short_run_never_reaches():
-    result = CliRunner().invoke(cli, ["dry-run", str(MANIA), "--turns", "3", "--format", "json"])
+    result = CliRunner().invoke(cli, ["dry-run", str(MANIA), "--turns", "3", "--json"])
     assert result.exit_code == 0
     assert "these phases get no turns: escalation, plateau" in result.stderr
 
@@ -145,7 +145,7 @@ def test_bad_config_and_bad_turns_are_one_line_errors(tmp_path):
 def test_real_entry_point_survives_a_closed_pipe():
     # `loom-sim dry-run ... | head -1`: the reader leaves early; no traceback, no error.
     proc = subprocess.Popen(
-        [str(LOOM_SIM), "dry-run", str(MANIA), "--turns", "50", "--format", "json"],
+        [str(LOOM_SIM), "dry-run", str(MANIA), "--turns", "50", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

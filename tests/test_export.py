@@ -89,7 +89,7 @@ def test_every_column_is_documented_in_the_docs():
 
 
 def test_jsonl_has_the_same_rows_with_nulls(matrix, tmp_path):
-    export(str(matrix), "--format", "jsonl", "-o", str(tmp_path))
+    export(str(matrix), "--json", "-o", str(tmp_path))
     export(str(matrix), "-o", str(tmp_path))
     rows = [json.loads(line) for line in (tmp_path / "turns.jsonl").read_text().splitlines()]
     table = pd.read_csv(tmp_path / "turns.csv")

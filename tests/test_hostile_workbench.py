@@ -204,10 +204,8 @@ def test_export_neutralises_formulas_in_csv_and_keeps_jsonl_exact(base, tmp_path
     for turn, text in zip(transcript["turns"], FORMULAS[3:], strict=False):
         turn["interlocutor"] = text
     path.write_text(json.dumps(transcript))
-    for fmt in ("csv", "jsonl"):
-        done = loom(
-            "export", str(run), "--rows", "turns", "--format", fmt, "-o", str(tmp_path / f"t.{fmt}")
-        )
+    for fmt, flags in (("csv", []), ("jsonl", ["--json"])):
+        done = loom("export", str(run), "--rows", "turns", *flags, "-o", str(tmp_path / f"t.{fmt}"))
         assert done.code == 0, done.text
     with (tmp_path / "t.csv").open(newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["cell"] == "rollout_000"]

@@ -31,7 +31,7 @@ def test_the_plans_draft_yaml_validates_and_is_read_in_canonical_form():
 
 
 def test_the_plans_draft_yaml_dry_runs_all_fifty_turns():
-    result = CliRunner().invoke(cli, ["dry-run", str(DRAFT), "--format", "json"])
+    result = CliRunner().invoke(cli, ["dry-run", str(DRAFT), "--json"])
     assert result.exit_code == 0, result.output
     plans = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert len(plans) == 50

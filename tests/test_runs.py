@@ -92,4 +92,4 @@ def test_the_command_lists_and_filters(results):
     none = CliRunner().invoke(cli, ["runs", str(results), "--target", "nothing-like-it"])
     assert none.exit_code == 0 and "no runs" in none.stdout
     missing = CliRunner().invoke(cli, ["runs", str(results / "nowhere")])
-    assert missing.exit_code == 1 and "no such results folder" in missing.stderr
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr

@@ -90,9 +90,7 @@ def test_loader_reads_complete_unfinished_and_errored_transcripts():
 
 
 def test_signals_command_on_the_shared_data():
-    result = CliRunner().invoke(
-        cli, ["signals", str(RESULTS), "--backend", "tfidf", "--format", "json"]
-    )
+    result = CliRunner().invoke(cli, ["signals", str(RESULTS), "--backend", "tfidf", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     names = {row["transcript"] for row in data["summaries"]}

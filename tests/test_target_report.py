@@ -158,7 +158,7 @@ def test_view_shows_reference_scores_beside_loom_sims(pattern_decoder):
 def test_formulaic_persona_output_is_found_post_hoc(tmp_path):
     out = invoke(
         "signals", result(GPT4O_FORMULAIC), result(GPT41_VARIED), "--backend", "tfidf",
-        "--format", "json",
+        "--json",
     )  # fmt: skip
     rows = {r["transcript"]: r for r in json.loads(out.stdout)["summaries"]}
     assert rows[GPT4O_FORMULAIC]["formulaic_turns"] == list(range(10))  # every patient turn

@@ -189,6 +189,9 @@ class LoomGroup(click.Group):
             entry = COMMANDS[cmd_name]
             module = importlib.import_module(f"loom_sim.cli.{entry.module}")
             found = getattr(module, entry.attribute)
+            from loom_sim.cli.examples import attach
+
+            attach(found, cmd_name)
             self.add_command(found, cmd_name)
         return found
 

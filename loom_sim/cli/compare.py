@@ -46,9 +46,10 @@ def compare(run_dirs: tuple[Path, ...], rates: tuple[str, ...], output, as_json)
 
         click.echo(report_json(data), nl=False)
     else:
+        from loom_sim.cli.console import table_console
         from loom_sim.compare.terminal import print_terminal
 
-        print_terminal(data)
+        print_terminal(data, table_console())
     if output is not None:
         names = " vs ".join(p.resolve().name for p in run_dirs)
         for path in write_compare(data, output, f"Comparison of {names}"):

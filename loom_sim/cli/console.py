@@ -9,6 +9,7 @@ last. Rich's own styling is 7-bit escape sequences, which it leaves alone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,3 +26,18 @@ class SafeConsole(Console):
 
 def safe_console(**options: Any) -> Console:
     return SafeConsole(**options)
+
+
+#: Wide enough for any table loom-sim prints; rich sizes a table to its content, not this.
+PIPED_WIDTH = 100_000
+
+
+def table_console(**options: Any) -> Console:
+    """The console for tables on stdout: the terminal's width on a terminal; when stdout is a
+    pipe or a file, no width at all, so ``loom-sim runs | grep`` sees whole rows (rich would
+    otherwise cut them at 80 columns for a reader that has none). A width asked for with
+    ``COLUMNS`` is kept: whoever sets it on a pipe wants that width."""
+    console = Console(**options)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(width=PIPED_WIDTH, **options)
+    return console

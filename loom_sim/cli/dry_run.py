@@ -7,6 +7,7 @@ import msgspec
 
 from loom_sim.assembler import Assembler, InjectionKind, TurnPlan
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
+from loom_sim.cli.options import json_format
 from loom_sim.config import load_config
 from loom_sim.resources import find
 
@@ -20,20 +21,26 @@ from loom_sim.resources import find
     help="Conversation length (default: expected_turns).",
 )
 @click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON object per turn (JSON Lines; `turn` counts from 0, as in the files).",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json"]),
     default="text",
-    show_default=True,
-    help="`json`: one JSON object per turn (JSON Lines; `turn` counts from 0, as in the files).",
+    hidden=True,  # the older spelling of --json, still accepted
 )
 @click.option(
     "--full",
     is_flag=True,
-    help="Text format: print the whole prompt at every turn, not only where it is injected.",
+    help="Text: print the whole prompt at every turn, not only where it is injected.",
 )
-def dry_run(config_path: str, turns: int | None, fmt: str, full: bool) -> None:
+def dry_run(config_path: str, turns: int | None, as_json: bool, fmt: str, full: bool) -> None:
     """Show each turn's phase, intensities, injection and assembled prompt."""
+    as_json = json_format(fmt, as_json, "json")
     config = load_config(find(config_path, "examples", "ported"))
     assembler = Assembler(config, turns)
     plans = assembler.plans()
@@ -43,7 +50,7 @@ def dry_run(config_path: str, turns: int | None, fmt: str, full: bool) -> None:
             f"note: with {assembler.turns} turns these phases get no turns: {', '.join(empty)}",
             err=True,
         )
-    if fmt == "json":
+    if as_json:
         encoder = msgspec.json.Encoder()
         for plan in plans:
             click.echo(encoder.encode(plan).decode())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from loom_sim.cli.options import json_format
 from loom_sim.errors import LoomError
 from loom_sim.runs.export import FORMATS, rollout_rows, turn_rows, write_rows
 from loom_sim.runs.load import load_results
@@ -22,7 +23,19 @@ from loom_sim.runs.load import load_results
     required=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="csv", show_default=True)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="JSON Lines (one object a row, .jsonl) instead of CSV.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="csv",
+    hidden=True,  # --format jsonl: the older spelling of --json, still accepted
+)
 @click.option(
     "--rows",
     type=click.Choice(["turns", "rollouts", "both"]),
@@ -37,9 +50,12 @@ from loom_sim.runs.load import load_results
     help="A folder for turns.<fmt> and rollouts.<fmt> (default: the first RUN_DIR); with "
     "--rows turns|rollouts, a file, or - for stdout.",
 )
-def export(run_dirs: tuple[Path, ...], fmt: str, rows: str, output: Path | None) -> None:
+def export(
+    run_dirs: tuple[Path, ...], as_json: bool, fmt: str, rows: str, output: Path | None
+) -> None:
     """Write a run's turns and rollouts as flat rows for pandas or a spreadsheet: config,
     target, turn, phase, intensities, every score (with its state), tokens and cost."""
+    fmt = "jsonl" if json_format(fmt, as_json, "jsonl") else "csv"
     if output is not None and str(output) == "-" and rows == "both":
         raise LoomError(
             "-o - writes one table to stdout: add --rows turns or --rows rollouts "

@@ -197,3 +197,17 @@ def chosen_executor(name: str, address: str | None, cpus_per_cell: float | None)
         flag = "--address" if address else "--cpus-per-cell"
         raise LoomError(f"{flag} is for a cluster: add --executor ray")
     return open_executor(name, ExecutorSettings(address, cpus_per_cell))
+
+
+#: The one spelling of "print it for a program": every command that has a machine-readable form.
+JSON_FLAG = "--json"
+
+
+def json_format(fmt: str, as_json: bool, old: str) -> bool:
+    """Whether the machine-readable form was asked for, by ``--json`` or by the older
+    ``--format OLD`` spelling, which still works and says, in one line on stderr, what to
+    type instead (scripts keep running; their authors see the new spelling)."""
+    if fmt == old:
+        click.echo(f"note: --format {old} is now {JSON_FLAG}", err=True)
+        return True
+    return as_json

@@ -146,10 +146,11 @@ def _interval(ci: list[float] | None) -> str:
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The summary's main tables on the terminal (the full page is summary.md)."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from loom_sim.cli.console import table_console
+
+    console = table_console()
     models = summary["models"]
     console.print(
         f"[bold]{summary['config_name']}[/bold] · target {models.get('target')} · "

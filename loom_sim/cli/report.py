@@ -16,7 +16,9 @@ from loom_sim.store.run_file import RUN_FILE
 
 
 @click.command()
-@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
+@click.argument(
+    "run_dir", metavar="RUN_DIR", type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
 @click.option(
     "--output",
     "-o",

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from loom_sim.cli.console import table_console
 from loom_sim.runs.catalog import STATUSES, RunSummary, find_runs
 
 _STYLE = {"complete": "green", "partial": "yellow", "failed": "bold red", "unreadable": "red"}
@@ -40,7 +40,7 @@ def _status(run: RunSummary, now: float) -> Text:
     metavar="[RESULTS_DIR]",
     required=False,
     default="results",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
 )
 @click.option("--config", metavar="TEXT", help="Only runs with a config whose name contains TEXT.")
 @click.option("--target", metavar="TEXT", help="Only runs with a target whose spec contains TEXT.")
@@ -80,4 +80,4 @@ def runs(results_dir: Path, config, target, status, since, limit, as_json) -> No
             cost,
             _status(run, now),
         )
-    Console().print(table)
+    table_console().print(table)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from loom_sim.cli.console import table_console
+from loom_sim.cli.options import json_format
 from loom_sim.config.spec import RepetitionDetectionSpec, StagnationDetectionSpec
 from loom_sim.errors import LoomError
 from loom_sim.rollout.interop.psychosis_bench import is_bench_transcript, load_transcript
@@ -176,12 +178,15 @@ def _turns(turns: list[int]) -> str:
     "--format",
     "fmt",
     type=click.Choice(["table", "markdown", "json"]),
+    metavar="[table|markdown]",  # json: the older spelling of --json, still accepted
     default="table",
     show_default=True,
 )
-def signals(paths: tuple[Path, ...], backend: str, window: int, fmt: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON instead.")
+def signals(paths: tuple[Path, ...], backend: str, window: int, fmt: str, as_json: bool) -> None:
     """Loop spans, novelty, initiative, convergence and formulaic turns of each conversation
     in PATHS."""
+    as_json = json_format(fmt, as_json, "json")
     spec = StagnationDetectionSpec(window=window, backend=backend)
     similarity = load_backend(backend)
     rows, details = [], []
@@ -200,7 +205,7 @@ def signals(paths: tuple[Path, ...], backend: str, window: int, fmt: str) -> Non
             analysis = analyze(conversation.exchanges, similarity, spec)
             rows.append(summary(conversation, analysis))
             details.append({"transcript": conversation.name, **analysis.to_dict()})
-    if fmt == "json":
+    if as_json:
         click.echo(json.dumps({"summaries": rows, "analyses": details}, indent=2))
         return
     complete = [r for r in rows if r["turns"]]
@@ -213,7 +218,6 @@ def signals(paths: tuple[Path, ...], backend: str, window: int, fmt: str) -> Non
         for row in empty:
             click.echo(f"\n`{row['transcript']}` ({row['interlocutor']}): {row['note']}.")
         return
-    from rich.console import Console
     from rich.table import Table
 
     # A narrow terminal cuts nothing: the conversations are numbered in the table and named in
@@ -228,7 +232,7 @@ def signals(paths: tuple[Path, ...], backend: str, window: int, fmt: str) -> Non
         )
     for number, row in enumerate(complete, 1):
         table.add_row(str(number), *_cells(row)[2:])
-    console = Console()
+    console = table_console()
     console.print(table)
     for number, row in enumerate(complete, 1):
         console.print(f"{number}  {row['transcript']} · {row['interlocutor']}", soft_wrap=True)

@@ -347,7 +347,8 @@ def render_header(
     "--turns",
     "turns_",
     metavar="A:B",
-    help="Only these turns, like a Python slice (end exclusive): 10:20, 5:, :5, -5:, 12.",
+    help="Only turns FIRST to LAST as numbered on screen (from 1, both included): 10:20, 5:, "
+    ":5, -5: (the last five), 12.",
 )
 def view(path: Path, turns_: str | None) -> None:
     """Read a rollout turn by turn: prompts injected, drafts rejected, replies, monitor
