@@ -236,12 +236,13 @@ def test_cli_writes_and_prints_the_three_paths(tmp_path):
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
-        (lambda p: p / "missing", "no such directory"),
         (lambda p: p, "not a loom-sim run directory (no run.json)"),
         (lambda p: make_run(p, rollouts=1, turns=3) / "rollout_000", "a rollout, not a run"),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path, setup, message):
+    """(A missing path is click's usage error, exit 2, as for every command: see
+    tests/test_cli_conventions.py.)"""
     result = CliRunner().invoke(cli, ["report", str(setup(tmp_path))])
     assert result.exit_code == 1
     assert message in result.output and len(result.output.strip().splitlines()) == 1
