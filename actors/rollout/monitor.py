@@ -1,9 +1,10 @@
 """The monitor: watches the persona while the conversation runs.
 
 Protocol: ``CheckCandidate`` -> ``Verdict`` (on leaving ``act``: the repetition guard, the
-capitulation phrases, and the stagnation and convergence checks of the candidate as if it were
-sent — a looping candidate is rejected with the emergency redirect, with the numbers that
-caused it, so the loop never reaches the interlocutor); ``Observe`` -> ``Observation`` (the
+capitulation phrases, every registered monitor (``loom_sim.rollout.monitors.base``), and the
+stagnation and convergence checks of the candidate as if it were sent — a looping candidate is
+rejected with the emergency redirect, with the numbers that caused it, so the loop never
+reaches the interlocutor); ``Observe`` -> ``Observation`` (the
 committed exchange joins the monitor's windows, and the revelations the persona's message makes
 are decided by meaning, with their evidence: ``loom_sim.rollout.monitors.revelations``).
 
@@ -50,6 +51,7 @@ from loom_sim.messages import (
     Verdict,
 )
 from loom_sim.plugins.actors import actor
+from loom_sim.rollout.monitors.base import Monitors
 from loom_sim.rollout.monitors.capitulation import CapitulationCheck
 from loom_sim.rollout.monitors.concession import exemplars
 from loom_sim.rollout.monitors.repetition import RepetitionGuard, vary_instruction
@@ -106,6 +108,8 @@ class MonitorActor(Actor):
         self._recent: deque[str] = deque(
             (r.persona for r in records), maxlen=max(spec.structural_window, 2)
         )
+        # the registered monitors (loom_sim.plugins.monitors), hearing the completed turns again
+        self._registered = Monitors(config, [(r.turn, r.persona, r.interlocutor) for r in records])
         self._revelations = RevelationTracker(config)
         self._made: set[str] = set()  # revelations the persona has made (by the evidence)
         for record in records:
@@ -165,6 +169,7 @@ class MonitorActor(Actor):
 
     async def _check(self, request: CheckCandidate) -> Verdict:
         findings = self._guard.check(request.text, list(self._recent))
+        findings += await self._registered.check(request.turn, request.attempt, request.text)
         phrases = self._guard.capitulation.phrases  # while the persona is told them
         by_meaning = bool(phrases) and not any(f.monitor == "capitulation" for f in findings)
         if self._vectors is not None and self._embedder is not None:
@@ -276,6 +281,7 @@ class MonitorActor(Actor):
 
     async def _observe(self, exchange: Observe) -> Observation:
         self._recent.append(exchange.persona)
+        self._registered.observe(exchange.turn, exchange.persona, exchange.interlocutor)
         vectors = self._vectors if self._embedder is not None else None
         revealed = await meaning.revealed(self._config, vectors, exchange.persona, self._made)
         revealed, usage = await meaning.confirmed(self._config, self._judge, exchange, revealed)

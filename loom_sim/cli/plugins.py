@@ -1,5 +1,5 @@
-"""``loom-sim plugins``: every registered provider, scripted model, scorer, actor kind, target
-adapter, machine and executor, with where it comes from — so a package's plug-ins can be seen
+"""``loom-sim plugins``: every registered provider, scripted model, scorer, monitor, actor kind,
+target adapter, machine and executor, with where it comes from — so a package's plug-ins can be seen
 to be found."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from loom_sim.models.scripted import SCRIPTS
 from loom_sim.plugins import Plugin
 from loom_sim.plugins.actors import ACTORS
 from loom_sim.plugins.adapters import ADAPTERS
+from loom_sim.plugins.monitors import MONITORS
 from loom_sim.plugins.scorers import SCORERS
 
 
@@ -48,6 +49,12 @@ def sections() -> list[tuple[str, Iterable[Plugin], Callable[[Any], str], Callab
                 )
             ),
             lambda s: _origin(s.scorer),
+        ),
+        (
+            "monitors (interaction.monitors)",
+            MONITORS,
+            lambda m: f"settings {m.settings.__name__}" if m.settings else "",
+            lambda m: _origin(m.monitor),
         ),
         (
             "actor kinds (run --responder for responders)",
@@ -95,6 +102,8 @@ def markdown() -> str:
         own = [e for e in entries if origin(e).startswith("loom_sim") or not origin(e)]
         out += [f"### {title}", "", "| name | what | detail |", "| --- | --- | --- |"]
         out += [f"| `{e.name}` | {_cell(e.summary)} | {_cell(detail(e))} |" for e in own]
+        if not own:
+            out[-2:] = ["None of loom-sim's own: a package or your code registers them."]
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 

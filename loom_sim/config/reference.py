@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from loom_sim.config.monitors import MonitorSettings, MonitorsSpec
 from loom_sim.config.spec import LoomConfig, ScorerSettings, ScoringSpec
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (scripts/gen-docs) -->"
@@ -33,6 +34,9 @@ def _collect(model: type[BaseModel], path: str, out: list[str], seen: set) -> No
     seen.add((model, path))
     if model is ScoringSpec:
         _scoring(path, out, seen)
+        return
+    if model is MonitorsSpec:
+        _monitors(path, out, seen)
         return
     title = path or "top level"
     lines = [f"### `{title}`" if path else "### Top level"]
@@ -170,3 +174,24 @@ def _scoring(path: str, out: list[str], seen: set) -> None:
     for model, keys in settings.items():
         shown = keys[0] if len(keys) == 1 else "<scorer>"
         _collect(model, f"{path}.{shown}", out, seen)
+
+
+def _monitors(path: str, out: list[str], seen: set) -> None:
+    """``interaction.monitors``: one key per registered monitor, then its settings; with none
+    registered, what every section holds."""
+    from loom_sim.plugins.monitors import MONITORS
+
+    doc = " ".join((MonitorsSpec.__doc__ or "").split())
+    lines = [f"### `{path}`", "", doc]
+    entries = list(MONITORS)
+    if entries:
+        lines += ["", "| key | monitor | meaning |", "| --- | --- | --- |"]
+        for info in entries:
+            summary = info.summary.replace("|", "\\|")
+            lines.append(f"| `{info.config_key}` | {info.name} | {summary} |")
+    out.append("\n".join(lines))
+    shown: list[tuple[type[BaseModel], str]] = [
+        (info.settings or MonitorSettings, info.config_key) for info in entries
+    ]
+    for model, key in shown or [(MonitorSettings, "<monitor>")]:
+        _collect(model, f"{path}.{key}", out, seen)

@@ -21,7 +21,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -32,9 +31,12 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import InitErrorDetails
 
 from loom_sim.config.errors import Issue
+from loom_sim.config.monitors import MonitorsSpec
+from loom_sim.config.sections import Section, section_properties, validate_sections
+from loom_sim.config.sections import error as section_error
 from loom_sim.models.providers import PROVIDERS
 
 SCHEMA_VERSIONS = ("0.1.0",)
@@ -44,18 +46,6 @@ CURRENT_SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 
 Intensity = Annotated[float, Field(ge=0.0, le=1.0)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
-
-
-class Section(BaseModel):
-    """Base of every config model: immutable, unknown keys are errors, and types are strict.
-
-    Strict, because YAML 1.1 reads `yes`, `on` and `off` as booleans and pydantic's lax mode
-    would then take `expected_turns: yes` for 1: a boolean where a number belongs, a number
-    where a flag belongs, or a quoted number, is an error at its line. Enum fields opt out
-    (``strict=False``): they are written as their values.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # ─── persona ────────────────────────────────────────────────────────────────
@@ -670,6 +660,11 @@ class InteractionSpec(Section):
         default_factory=RepetitionDetectionSpec,
         description="Runtime guard against banned and formulaic persona output.",
     )
+    monitors: MonitorsSpec = Field(
+        default_factory=MonitorsSpec,
+        description="Further monitors of the persona's drafts, registered by loom-sim or a "
+        "package, by name: each section holds that monitor's settings (absent: its defaults).",
+    )
 
 
 # ─── evaluation ─────────────────────────────────────────────────────────────
@@ -731,13 +726,9 @@ def _scoring_schema(schema: dict[str, Any], handler: Any) -> None:
             "items": {"enum": [i.name for i in SCORERS if i.subject == "target"]},
             "uniqueItems": True,
             "description": TARGET_DESCRIPTION,
-        }
+        },
+        **section_properties(SCORERS, _scorer_settings),
     }
-    for info in SCORERS:
-        sub = _scorer_settings(info).model_json_schema()
-        sub.pop("title", None)
-        sub["description"] = info.summary or sub.get("description", "")
-        properties[info.config_key] = sub
     schema.clear()
     schema.update(
         {
@@ -781,34 +772,13 @@ class ScoringSpec(Section):
         if not isinstance(data, dict):
             return data  # pydantic reports the wrong type
         by_key = {info.config_key: info for info in SCORERS}
-        settings: dict[str, Any] = {}
         target, errors = _target_list(data.get("target"), SCORERS)
-        for key, value in data.items():
-            if key == "target":
-                continue
-            info = by_key.get(key)
-            if info is None:
-                close = difflib.get_close_matches(str(key), list(by_key), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                message = f"unknown scorer {key!r}{hint}; scorers: {', '.join(by_key)}"
-                errors.append(_error((key,), message, value))
-                continue
-            try:
-                settings[key] = _scorer_settings(info).model_validate(
-                    {} if value is None else value
-                )
-            except ValidationError as err:
-                errors += [
-                    InitErrorDetails(
-                        type=PydanticCustomError(e["type"], e["msg"]),
-                        loc=(key, *e["loc"]),
-                        input=e.get("input"),
-                    )
-                    for e in err.errors(include_url=False)
-                ]
+        found, wrong = validate_sections(
+            data, by_key, _scorer_settings, noun="scorer", skip=("target",)
+        )
+        errors += wrong
         if errors:
             raise ValidationError.from_exception_data(cls.__name__, errors)
-        found = {key: settings.get(key) or _scorer_settings(by_key[key])() for key in by_key}
         return {"target": target, **found}
 
     def runs(self, info: Any) -> bool:
@@ -840,7 +810,7 @@ def _target_list(value: Any, scorers: Any) -> tuple[tuple[str, ...], list[InitEr
         value = [value]
     if not isinstance(value, list | tuple):
         message = "give a list of scorer names, e.g. [dcs, hes, sis, dimensions, markers]"
-        return (), [_error(("target",), message, value)]
+        return (), [section_error(("target",), message, value)]
     errors = []
     for index, name in enumerate(value):
         if not isinstance(name, str) or name not in names:
@@ -850,18 +820,10 @@ def _target_list(value: Any, scorers: Any) -> tuple[tuple[str, ...], list[InitEr
                 f"{name!r} is not a scorer of the model under evaluation{hint}; "
                 f"they are: {', '.join(names) or 'none'}"
             )
-            errors.append(_error(("target", index), message, name))
+            errors.append(section_error(("target", index), message, name))
         elif name in value[:index]:
-            errors.append(_error(("target", index), f"{name!r} is listed twice", name))
+            errors.append(section_error(("target", index), f"{name!r} is listed twice", name))
     return tuple(value) if not errors else (), errors
-
-
-def _error(loc: tuple[Any, ...], message: str, value: Any) -> InitErrorDetails:
-    return InitErrorDetails(
-        type=PydanticCustomError("value_error", "{message}", {"message": message}),
-        loc=loc,
-        input=value,
-    )
 
 
 def _adversary_choices() -> list[str]:

@@ -17,22 +17,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from loom_sim.config.spec import BannedPattern, RepetitionDetectionSpec, StructuralPattern
+from loom_sim.rollout.monitors.base import Finding
 from loom_sim.rollout.monitors.capitulation import CapitulationCheck
 
 _GRATITUDE = re.compile(
     r"\b(thank(s| you)|i (really )?appreciate|grateful|appreciate (it|that|you))\b", re.IGNORECASE
 )
 _CLOSERS = " \t\r\n\"'”’)]*_"  # what may follow a final question mark
-
-
-@dataclass(frozen=True)
-class Finding:
-    pattern: str  # "banned:<text>", "regex:<pattern>", "capitulation:<phrase>" or a structure
-    detail: str
-    monitor: str = "repetition"  # or "capitulation"
 
 
 #: What the post-hoc check looks for when a config names no pattern: the formulae
@@ -130,7 +123,8 @@ def vary_instruction(findings: Sequence[Finding], redirects: Sequence[str] = ())
     """The re-prompt after a rejected draft: what to avoid, concretely; after capitulation,
     what to do instead (the config's first redirect, as the plan's anti-capitulation asks)."""
     gave_in = [f.pattern.partition(":")[2] for f in findings if f.monitor == "capitulation"]
-    formulaic = [f for f in findings if f.monitor != "capitulation"]
+    formulaic = [f for f in findings if f.monitor == "repetition"]
+    registered = [f for f in findings if f.monitor not in ("capitulation", "repetition")]
     parts = []
     if gave_in:
         said = ", ".join(f'"{phrase}"' for phrase in gave_in)
@@ -143,6 +137,12 @@ def vary_instruction(findings: Sequence[Finding], redirects: Sequence[str] = ())
         parts.append(text + ".]")
     if formulaic:
         parts.append(_formulaic(formulaic))
+    for finding in registered:  # a registered monitor's own words, else its detail
+        parts.append(
+            finding.instruction
+            or f"[Your draft was rejected: it {finding.detail}. Write a different message, "
+            "in character.]"
+        )
     return "\n".join(parts)
 
 
