@@ -131,3 +131,57 @@ async def test_llama_cpp_server_through_the_openai_client():
                 assert reply.usage.cost_usd is None  # an unpriced model name
         finally:
             await model.aclose()
+
+
+# Loads the embedded model in a worker thread while the main thread prints numbered lines to
+# stdout and stderr, as a matrix's progress and log lines are printed while one of its models
+# loads. The first line is printed before the load starts and lines go on until it has ended.
+_PRINTS_WHILE_LOADING = """
+import sys, threading, trio
+from loom_sim.models.local import LocalLlamaClient
+
+client = LocalLlamaClient("local/smollm2")
+loaded = threading.Event()
+
+def load():
+    try:
+        trio.run(client.preload)
+    finally:
+        loaded.set()
+
+print("out 0", flush=True)
+print("err 0", file=sys.stderr, flush=True)
+worker = threading.Thread(target=load)
+worker.start()
+count = 1
+while not loaded.is_set():
+    print(f"out {count}", flush=True)
+    print(f"err {count}", file=sys.stderr, flush=True)
+    count += 1
+    loaded.wait(0.002)
+worker.join()
+print(f"printed {count}", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_loading_the_model_loses_nothing_printed_meanwhile_and_prints_no_chatter():
+    """llama-cpp-python quiets loading by pointing the whole process's stdout and stderr at
+    /dev/null; lines other threads print meanwhile must still arrive, and llama.cpp's own
+    loading messages must not. (A fresh cache: the embedded model's Q8_0 copy is made too.)"""
+    done = subprocess.run(
+        [sys.executable, "-c", _PRINTS_WHILE_LOADING],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout.splitlines()
+    assert out[-1].startswith("printed "), out[-3:]
+    count = int(out[-1].split()[1])
+    assert count > 1  # lines were printed while the model loaded
+    assert out[:-1] == [f"out {n}" for n in range(count)]
+    assert done.stderr.splitlines() == [f"err {n}" for n in range(count)]
+    for chatter in ("llama_model_loader", "print_info", "llama_context", "Model metadata"):
+        assert chatter not in done.stdout + done.stderr

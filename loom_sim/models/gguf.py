@@ -9,6 +9,7 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from loom_sim import cpu
 from loom_sim.models.base import ModelError
@@ -18,6 +19,7 @@ __all__ = [
     "RUN_AS",
     "converted_dir",
     "embedded_model_path",
+    "quiet_llama_cpp",
     "resolve_local_path",
     "runnable_path",
 ]
@@ -104,8 +106,8 @@ def _convert(source: Path, target: Path) -> None:
     import ctypes
 
     import llama_cpp
-    from llama_cpp._utils import suppress_stdout_stderr
 
+    quiet_llama_cpp()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
     params = llama_cpp.llama_model_quantize_default_params()
@@ -113,12 +115,36 @@ def _convert(source: Path, target: Path) -> None:
     params.allow_requantize = True
     params.nthread = cpu.threads()
     try:
-        with suppress_stdout_stderr(disable=False):
-            failed = llama_cpp.llama_model_quantize(
-                str(source).encode(), str(partial).encode(), ctypes.byref(params)
-            )
+        failed = llama_cpp.llama_model_quantize(
+            str(source).encode(), str(partial).encode(), ctypes.byref(params)
+        )
         if failed:
             raise OSError(f"llama.cpp could not convert {source} ({failed})")
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
+
+
+# ─── llama.cpp's messages ───────────────────────────────────────────────────
+
+
+def quiet_llama_cpp() -> None:
+    """Keep llama.cpp's own messages off the terminal without losing anything else printed.
+
+    llama-cpp-python quiets a model's loading (``verbose=False``) by pointing the whole
+    process's stdout and stderr, file descriptors and ``sys`` streams alike, at /dev/null until
+    it is done; whatever another thread prints meanwhile — a matrix's progress, a log line —
+    is lost. llama.cpp writes its messages through a log callback, which at the level
+    ``verbose=False`` sets passes none of a load's or a conversion's on: so the redirect is
+    turned off and that level set here (a conversion runs before any ``Llama`` sets it).
+    Idempotent; call before llama.cpp loads or converts a model."""
+    from llama_cpp._logger import set_verbose
+    from llama_cpp._utils import suppress_stdout_stderr
+
+    set_verbose(False)
+    setattr(suppress_stdout_stderr, "__init__", _never_redirect)  # noqa: B010
+
+
+def _never_redirect(self: Any, disable: bool = True) -> None:
+    """``suppress_stdout_stderr`` made a no-op, whatever its caller asks."""
+    self.disable = True

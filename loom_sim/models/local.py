@@ -48,6 +48,7 @@ from loom_sim.models.gguf import (
     EMBEDDED_GGUF,
     RUN_AS,
     embedded_model_path,
+    quiet_llama_cpp,
     resolve_local_path,
     runnable_path,
 )
@@ -102,6 +103,7 @@ class _Loaded:
                     f"{spec} needs llama-cpp-python, which is not installed; "
                     "run `pip install llama-cpp-python`."
                 ) from None
+            quiet_llama_cpp()  # its load messages silenced, nothing else printed lost
             try:
                 # The cores this process may use (llama.cpp's default is half the machine's,
                 # os.cpu_count() all of them: both wrong under an affinity mask).
