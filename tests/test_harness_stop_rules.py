@@ -10,7 +10,14 @@ import pytest
 
 from loom_sim.core.stops import StopReason as CoreStopReason
 from loom_sim.harness.report import write_report
-from loom_sim.harness.stop import RULES, StopReason, reasons_markdown, rule_added, stop_rule
+from loom_sim.harness.stop import (
+    RULES,
+    SET_BY_SESSION,
+    StopReason,
+    reasons_markdown,
+    rule_added,
+    stop_rule,
+)
 from loom_sim.plugins import PluginError
 from tests.harness_support import utterance
 from tests.test_harness_session import run_toy
@@ -30,14 +37,17 @@ def enough_said(scenario, turns, elapsed_s):
     return None
 
 
-def test_the_harness_rules_are_checked_in_todays_order():
-    assert [rule.reason for rule in RULES] == [
+def test_the_harness_rules_are_checked_in_todays_order_and_every_reason_is_declared():
+    checked = [rule.reason for rule in RULES]
+    today = [
         StopReason.SUCCESS,
         StopReason.MAX_COST,
         StopReason.MAX_RUNTIME,
         StopReason.CONSECUTIVE_FAILURES,
         StopReason.MAX_TURNS,
     ]
+    assert [reason for reason in checked if reason in today] == today
+    assert set(StopReason) <= set(checked) | set(SET_BY_SESSION)  # each: a rule or the session
 
 
 def test_a_rule_registered_from_outside_stops_a_real_session_with_its_reason(tmp_path):
