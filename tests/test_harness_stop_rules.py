@@ -28,6 +28,7 @@ class QuietStop(CoreStopReason):
 
     ENOUGH_SAID = "enough_said"
     MAX_TURNS = "max_turns"  # a key the harness already has
+    USER_GAVE_UP = "user_gave_up"  # a key the session sets itself
 
 
 def enough_said(scenario, turns, elapsed_s):
@@ -72,7 +73,9 @@ def test_a_rule_registered_from_outside_stops_a_real_session_with_its_reason(tmp
     assert "enough_said ×1" in report  # the scenario's count of stop reasons
 
 
-def test_a_second_rule_for_a_reason_already_ruled_is_refused():
+def test_a_rule_for_a_key_the_harness_already_uses_is_refused():
     with pytest.raises(PluginError, match="two harness stop rules are named 'max_turns'"):
         stop_rule(QuietStop.MAX_TURNS, order=45)(enough_said)
-    assert [rule.check for rule in RULES if rule.name == "max_turns"] != [enough_said]
+    with pytest.raises(PluginError, match="the session itself stops for 'user_gave_up'"):
+        stop_rule(QuietStop.USER_GAVE_UP, order=45)(enough_said)
+    assert all(rule.check is not enough_said for rule in RULES)

@@ -26,7 +26,7 @@ from loom_sim.core import stops as core_stops
 from loom_sim.core.stops import Stop as CoreStop
 from loom_sim.harness.packs import Scenario
 from loom_sim.harness.records import HarnessTurn
-from loom_sim.plugins import Plugin, Registry
+from loom_sim.plugins import Plugin, PluginError, Registry
 
 __all__ = [
     "RULES",
@@ -53,6 +53,17 @@ class StopReason(core_stops.StopReason):
     ADAPTER_FATAL = "adapter_fatal"
 
 
+#: The reasons the session decides itself, mid-turn rather than after one, and when.
+SET_BY_SESSION: dict[StopReason, str] = {
+    StopReason.USER_GAVE_UP: "the user chose to leave (offered from turn `policy.give_up_after`), "
+    "or its patience ran out: `persona.patience` reflections in a row below "
+    "`policy.give_up_below_confidence`",
+    StopReason.ADAPTER_FATAL: "the target cannot go on: the program exited (its status and last "
+    "words are in `session.json`), the server refused or kept failing; the session ends in "
+    "`error`",
+}
+
+
 # Why a session ended: a reason (the harness's own, or a plug-in rule's) and a sentence.
 Stop = CoreStop[core_stops.StopReason]
 
@@ -76,8 +87,8 @@ RULES: Registry[StopRule] = Registry("harness stop rule", "loom_sim.harness_stop
 
 def stop_rule(reason: core_stops.StopReason, *, order: int) -> Callable[[Check], Check]:
     """Register the decorated check as the rule for ``reason``, checked at ``order``; its
-    docstring says when it holds. One rule per reason: a second is refused, so two plug-ins
-    cannot give one key two meanings."""
+    docstring says when it holds. One rule per reason, and none for a reason the session sets
+    itself: refused, so no key has two meanings."""
 
     def register(check: Check) -> Check:
         RULES.add(_rule(reason, check, order))
@@ -94,6 +105,10 @@ def rule_added(reason: core_stops.StopReason, check: Check, *, order: int) -> It
 
 
 def _rule(reason: core_stops.StopReason, check: Check, order: int) -> StopRule:
+    if reason.value in SET_BY_SESSION:
+        raise PluginError(
+            f"the session itself stops for {reason.value!r}; a rule needs a key of its own"
+        )
     when = " ".join((check.__doc__ or "").split())
     return StopRule(name=reason.value, summary=when, order=order, reason=reason, check=check)
 
@@ -156,17 +171,6 @@ def _max_turns(scenario: Scenario, turns: list[HarnessTurn], elapsed_s: float) -
     if len(turns) >= scenario.budget.max_turns:
         return f"{len(turns)} turns"
     return None
-
-
-#: The reasons the session decides itself, mid-turn rather than after one, and when.
-SET_BY_SESSION: dict[StopReason, str] = {
-    StopReason.USER_GAVE_UP: "the user chose to leave (offered from turn `policy.give_up_after`), "
-    "or its patience ran out: `persona.patience` reflections in a row below "
-    "`policy.give_up_below_confidence`",
-    StopReason.ADAPTER_FATAL: "the target cannot go on: the program exited (its status and last "
-    "words are in `session.json`), the server refused or kept failing; the session ends in "
-    "`error`",
-}
 
 
 def runtime_used(budget: float) -> str:
