@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loom_sim.debate.runtime.plan import DebatePlan
+from loom_sim.debate.stop import DebateStopReason
 from loom_sim.models.base import BadModelReply
 from loom_sim.models.scripted import SCRIPTS, ScriptedClient
 from tests.debate_support import Models, plan, run
@@ -113,7 +114,14 @@ def test_a_debate_always_ends_within_its_budget(
         assert summary.status == "done", summary.error
         turns = [json.loads(x) for x in (out / "messages.jsonl").read_text().splitlines()]
         assert len(turns) <= messages
-        assert len(turns) == messages or summary.stop_reason.endswith("failed turns in a row")
+        if len(turns) == messages:
+            assert summary.stop_reason is DebateStopReason.MAX_MESSAGES
+            assert summary.stop_detail == f"budget: {messages} messages"
+        else:
+            assert summary.stop_reason is DebateStopReason.CONSECUTIVE_FAILURES
+            in_a_row = debate.max_failed_in_a_row
+            assert [t["status"] for t in turns[-in_a_row:]] == ["failed"] * in_a_row
+            assert summary.stop_detail == f"{in_a_row} failed turns in a row"
         rounds = summary.rounds
         assert rounds <= sum(1 for t in turns if t["status"] == "said") // every
         room_calls = 0

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from loom_sim.debate.stop import DebateStopReason
 from loom_sim.models.base import ModelUnavailable
 from loom_sim.models.scripted import ScriptedClient
 from tests.debate_support import Models, artifacts, killed_after, plan, resume, run
@@ -101,7 +102,8 @@ def test_a_message_failing_every_try_is_a_failed_turn_and_the_debate_goes_on(tmp
     summary = run(made, models)
     turns = lines(out / "messages.jsonl")
     assert summary.status == "done" and len(turns) == 6  # stopped by failures in a row
-    assert summary.stop_reason == "6 failed turns in a row"
+    assert summary.stop_reason is DebateStopReason.CONSECUTIVE_FAILURES
+    assert summary.stop_detail == "6 failed turns in a row"
     for turn in turns:
         assert turn["status"] == "failed" and turn["id"] is None and turn["text"] == ""
         assert len(turn["rejected"]) == 3  # the first try and two regenerations

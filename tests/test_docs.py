@@ -30,7 +30,9 @@ def test_config_reference_is_current():
     assert current == gen["config_doc"](current), "docs/config.md is stale: run scripts/gen-docs"
 
 
-@pytest.mark.parametrize("name", ["cli.md", "plugins.md", "workbench.md"])
+@pytest.mark.parametrize(
+    "name", ["cli.md", "plugins.md", "workbench.md", "harness.md", "debates.md"]
+)
 def test_registry_tables_are_current(name):
     gen = load_gen_docs()
     current = (ROOT / "docs" / name).read_text()

@@ -210,9 +210,8 @@ def test_one_placeholder_transcript():
 def test_one_stop_shape_for_the_systems():
     """A rollout and a harness session stop with ``core/stops.py``'s ``Stop``: a key of the
     system's own ``StopReason`` and a sentence. The keys stay the plain strings records hold."""
-    from loom_sim.harness.machines.session import StopReason as HarnessStopReason
-
     from loom_sim.core.stops import Stop, StopReason
+    from loom_sim.harness.stop import StopReason as HarnessStopReason
     from loom_sim.rollout.runtime.stop_rules import RolloutStopReason
 
     shapes = [

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loom_sim.harness.machines.session import HARNESS, StopReason
+from loom_sim.harness.machines.session import HARNESS
 
+from loom_sim.harness.stop import StopReason
 from loom_sim.studio.abilities import ABILITIES
 from tests.test_docs import load_gen_docs
 

@@ -15,7 +15,9 @@ from probe_support import FACTUAL
 
 from loom_sim.cli import cli
 from loom_sim.core.records import RecordFormat
-from loom_sim.debate.files import PLAN_FILE, DebateFiles
+from loom_sim.debate.files import PLAN_FILE, SUMMARY_FILE, DebateFiles
+from loom_sim.debate.report import html, load_debate, markdown
+from loom_sim.debate.stop import DebateStopReason
 from loom_sim.errors import LoomError
 from loom_sim.harness.plan import HARNESS_FILE, HARNESS_FORMAT
 from loom_sim.harness.records import SESSION_FILE
@@ -301,3 +303,60 @@ def test_debate_json_newer_damaged_or_missing_is_one_sentence(tmp_path):
     with pytest.raises(LoomError) as err:
         files.read_plan()
     assert "$.personas" in one_sentence(err, path)
+
+
+# ─── the debate's summary.json ──────────────────────────────────────────────
+
+
+def test_a_summary_json_from_before_the_typed_stop_reason_reads_as_key_and_sentence(tmp_path):
+    """An earlier loom-sim wrote the sentence in ``stop_reason``: it becomes the detail, the key
+    is read from it, the report says the same words, and it writes back in today's format."""
+    shutil.copytree(RECORDS / "debate_v1", tmp_path / "d")
+    old = json.loads((tmp_path / "d" / SUMMARY_FILE).read_text())
+    assert old["stop_reason"] == "budget: 6 messages" and "format_version" not in old
+    files = DebateFiles(tmp_path / "d")
+    summary = files.summary()
+    assert summary is not None and summary.status == "done" and summary.said == 6
+    assert summary.stop_reason is DebateStopReason.MAX_MESSAGES
+    assert summary.stop_detail == "budget: 6 messages"
+    view = load_debate(tmp_path / "d")
+    assert "Status **done** (budget: 6 messages) · 6 messages" in markdown(view)
+    assert "status <b>done</b> (budget: 6 messages)" in html(view)
+    files.write_summary(summary)
+    written = json.loads((tmp_path / "d" / SUMMARY_FILE).read_text())
+    assert (written["format_version"], written["stop_reason"], written["stop_detail"]) == (
+        2,
+        "max_messages",
+        "budget: 6 messages",
+    )
+    assert files.summary() == summary
+
+
+@pytest.mark.parametrize(
+    ("sentence", "reason"),
+    [
+        ("6 failed turns in a row", DebateStopReason.CONSECUTIVE_FAILURES),
+        ("budget: 12 messages", DebateStopReason.MAX_MESSAGES),
+        ("the moderator left", None),  # no rule writes it: the words are kept, the key unknown
+        (None, None),  # a debate that ended in error had none
+    ],
+)
+def test_each_old_stop_sentence_reads_as_its_reason(tmp_path, sentence, reason):
+    data = json.loads((RECORDS / "debate_v1" / SUMMARY_FILE).read_text())
+    (tmp_path / SUMMARY_FILE).write_text(json.dumps({**data, "stop_reason": sentence}))
+    summary = DebateFiles(tmp_path).summary()
+    assert summary is not None
+    assert (summary.stop_reason, summary.stop_detail) == (reason, sentence)
+
+
+def test_a_summary_json_newer_or_damaged_is_one_sentence(tmp_path):
+    data = json.loads((RECORDS / "debate_v1" / SUMMARY_FILE).read_text())
+    path = tmp_path / SUMMARY_FILE
+    for written, said in (
+        ({**data, "format_version": 3}, "debate summary format 3 is newer than this loom-sim"),
+        ({**data, "format_version": 2, "stop_reason": "bored"}, "not a debate summary"),
+    ):
+        path.write_text(json.dumps(written))
+        with pytest.raises(LoomError) as err:
+            DebateFiles(tmp_path).summary()
+        assert said in one_sentence(err, path)

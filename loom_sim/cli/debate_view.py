@@ -28,8 +28,8 @@ def show_debate(path: Path, window: slice) -> None:
     head.append(", ".join(names[p] for p in record.personas) + "\n")
     head.append(" · ".join(f"{role} {m['spec']}" for role, m in record.models.items()), "dim")
     head.append(f"\nstatus {summary.status or 'running'}", "bold")
-    if summary.stop_reason:
-        head.append(f" ({summary.stop_reason})")
+    if summary.stop_detail:
+        head.append(f" ({summary.stop_detail})")
     if summary.error:
         head.append(f": {summary.error}", "red")
     head.append(

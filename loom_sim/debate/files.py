@@ -8,7 +8,8 @@ results/debate-<deck>-<UTC time>/
     rooms/<id>/transcript.jsonl   a room's messages and exit checks, appended as they happen
     cards.json           every card (and every rejected one), rewritten atomically
     trace.jsonl          every envelope between the actors
-    summary.json         status, counts and usage by role (written when the debate ends)
+    summary.json         status, why it stopped, counts and usage by role (written when the
+                         debate ends)
     report.md, report.html
 
 Every file the debate appends to is crash-safe (:class:`~loom_sim.store.jsonl.JsonLines`): a
@@ -29,6 +30,7 @@ from loom_sim.core.records import RecordFormat
 from loom_sim.debate.cards import CardFile, CardRecord, RejectedCard
 from loom_sim.debate.messages import Line
 from loom_sim.debate.records import ChatTurn, DetectionRound, RoomLine, RoomMessage
+from loom_sim.debate.stop import DebateStopReason, from_sentence
 from loom_sim.errors import LoomError
 from loom_sim.store.artifacts import write_json
 from loom_sim.store.jsonl import JsonLines
@@ -69,9 +71,14 @@ DEBATE_FORMAT: RecordFormat[DebateRecord] = RecordFormat(
 )
 
 
+SUMMARY_VERSION = 2
+
+
 class Summary(msgspec.Struct, kw_only=True):
+    format_version: int = SUMMARY_VERSION
     status: str  # done | error
-    stop_reason: str | None = None
+    stop_reason: DebateStopReason | None = None  # the key; None when unknown or in error
+    stop_detail: str | None = None  # the sentence saying why
     error: str | None = None
     turns: int = 0
     said: int = 0
@@ -82,6 +89,22 @@ class Summary(msgspec.Struct, kw_only=True):
     rejected_cards: int = 0
     usage: dict[str, Any] = msgspec.field(default_factory=dict)  # role -> Usage
     resume: str | None = None  # the command that continues a stopped debate
+
+
+def _sentence_to_reason(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 (no ``format_version``) held only a sentence in ``stop_reason``: it becomes
+    the detail, and the key is the reason that sentence stands for (None for one no rule
+    writes, the words kept)."""
+    sentence = data.get("stop_reason")
+    if sentence is not None:
+        data["stop_detail"] = sentence
+        data["stop_reason"] = from_sentence(sentence)
+    return data
+
+
+SUMMARY_FORMAT: RecordFormat[Summary] = RecordFormat(
+    Summary, noun="debate summary", version=SUMMARY_VERSION, migrations={1: _sentence_to_reason}
+)
 
 
 @dataclass(frozen=True)
@@ -138,7 +161,7 @@ class DebateFiles:
         path = self.dir / SUMMARY_FILE
         if not path.exists():
             return None
-        return msgspec.json.decode(path.read_bytes(), type=Summary)
+        return SUMMARY_FORMAT.read(path)
 
 
 @dataclass

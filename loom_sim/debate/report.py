@@ -160,7 +160,7 @@ def markdown(view: DebateView) -> str:
         + f" · seed {record.seed} · templates {record.versions.get('debate_templates')}",
         "",
         f"Status **{summary.status or 'running'}**"
-        + (f" ({summary.stop_reason})" if summary.stop_reason else "")
+        + (f" ({summary.stop_detail})" if summary.stop_detail else "")
         + (f": {summary.error}" if summary.error else "")
         + f" · {summary.said} messages, {summary.failed} failed turns, {summary.rounds} detection "
         f"rounds, {summary.rooms} crux rooms, {summary.cards} cards",

@@ -39,6 +39,7 @@ from loom_sim.harness import reflection_check as reflections
 from loom_sim.harness import validity
 from loom_sim.harness.packs import COMPONENTS, Scenario
 from loom_sim.harness.records import HarnessTurn
+from loom_sim.harness.stop import StopReason
 
 STATUS_SCORE = {"valid": 1.0, "repaired": 0.75, "invalid": 0.0}
 
@@ -133,7 +134,7 @@ def resilience(turns: list[HarnessTurn], outcome: Outcome) -> tuple[float, dict[
         if not t.failed:
             continue
         after = turns[i + 1 : i + 3]
-        if not after and outcome.stop_reason != "consecutive_failures":
+        if not after and outcome.stop_reason != StopReason.CONSECUTIVE_FAILURES:
             continue  # the session ended before the user could react
         chances += 1
         if any(not n.failed and n.action.text != t.action.text for n in after):
@@ -190,7 +191,7 @@ def scorecard(
     total = sum(parts[n][0] * getattr(weights, n) for n in COMPONENTS)
     gate = scenario.scorecard.gate
     covered = len(parts["ability_usage_quality"][1]["covered"])
-    fatal = outcome.stop_reason == "adapter_fatal"
+    fatal = outcome.stop_reason == StopReason.ADAPTER_FATAL
     checks: dict[str, dict[str, Any]] = {
         "goal_progress": {
             "value": parts["goal_progress"][0],

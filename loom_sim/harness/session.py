@@ -30,7 +30,7 @@ from loom_sim.harness.actors.simulated_user import UserSetup
 from loom_sim.harness.actors.target import TargetSetup
 from loom_sim.harness.audit import audit, feedback, vocabulary
 from loom_sim.harness.evidence import ability_evidence
-from loom_sim.harness.machines.session import HARNESS, StopReason, Trigger
+from loom_sim.harness.machines.session import HARNESS, Trigger
 from loom_sim.harness.messages import (
     Action,
     Collect,
@@ -51,7 +51,7 @@ from loom_sim.harness.records import (
     SetupExchange,
     SetupRecord,
 )
-from loom_sim.harness.stop import Stop, after_turn, total_cost
+from loom_sim.harness.stop import Stop, StopReason, after_turn, runtime_used, total_cost
 from loom_sim.harness.targets import AdapterContext, TargetFatal
 from loom_sim.harness.targets.observe import EventTail
 from loom_sim.harness.turn import (
@@ -131,8 +131,8 @@ class Session:
                 try:
                     with trio.move_on_at(deadline) as scope:
                         await drive(self._machine, self._handlers())
-                    if scope.cancelled_caught and not self._machine.done:
-                        self._stop = Stop(StopReason.MAX_RUNTIME, f"{budget:g} s of runtime used")
+                    if scope.cancelled_caught and budget and not self._machine.done:
+                        self._stop = Stop(StopReason.MAX_RUNTIME, runtime_used(budget))
                         self._machine.fire(Trigger.OUT_OF_TIME)
                 finally:
                     nursery.cancel_scope.cancel()  # the target closes with its actor

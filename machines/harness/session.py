@@ -7,7 +7,7 @@ The states and transitions, plus two decisions the handlers make (in
 ``loom_sim.harness.session``): leaving ``plan_turn``, a draft the simulator audit flags (a role
 flip, an invented file, the last action repeated) is asked for again while retries are left
 (``plan_turn -> plan_turn``), and a user who gives up ends the session there. Why a session
-stopped is a :class:`StopReason`, recorded in its summary.
+stopped is a ``StopReason`` of ``loom_sim.harness.stop``, recorded in its summary.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from enum import StrEnum
 
 from loom_sim.machines.engine import MACHINES, MachineSpec
 from loom_sim.machines.engine import transition as _t
-
-from loom_sim.core import stops as core_stops
 
 ACTIVE = (
     "init",
@@ -46,18 +44,6 @@ class Trigger(StrEnum):
     FINISH = "finish"
     OUT_OF_TIME = "out_of_time"
     FAIL = "fail"
-
-
-class StopReason(core_stops.StopReason):
-    """Why a session ended: every way out of ``score_checkpoint``, ``plan_turn`` and ``error``."""
-
-    SUCCESS = "success"
-    MAX_TURNS = "max_turns"
-    MAX_COST = "max_cost"
-    MAX_RUNTIME = "max_runtime"
-    CONSECUTIVE_FAILURES = "consecutive_failures"
-    ADAPTER_FATAL = "adapter_fatal"
-    USER_GAVE_UP = "user_gave_up"
 
 
 HARNESS = MACHINES.add(

@@ -57,6 +57,7 @@ from loom_sim.debate.runtime.crux_room import CruxRoom
 from loom_sim.debate.runtime.drafting import Drafting, Outcome
 from loom_sim.debate.runtime.plan import DebatePlan
 from loom_sim.debate.runtime.progress import DebateProgress, NullDebateProgress
+from loom_sim.debate.stop import Stop, before_turn
 from loom_sim.errors import describe
 from loom_sim.machines.engine import Handler, Machine, drive
 from loom_sim.models.base import ModelClient
@@ -90,7 +91,7 @@ class Debate:
         self._rooms_opened = 0
         self._assignment: Assignment | None = None
         self._draft: Drafting | None = None
-        self._stop: str | None = None
+        self._stop: Stop | None = None
         self._post: Post | None = None
         self._messages = plan.files.messages()
         self._detections = plan.files.detections()
@@ -125,7 +126,8 @@ class Debate:
         summary = tally(self._files)
         summary.status = "error" if error else "done"
         summary.error = error
-        summary.stop_reason = self._stop if not error else None
+        if self._stop is not None and not error:
+            summary.stop_reason, summary.stop_detail = self._stop.reason, self._stop.detail
         if error:
             summary.resume = f"loom-sim debate --resume {self._files.dir}"
         self._files.write_summary(summary)
@@ -221,16 +223,8 @@ class Debate:
     async def _assign(self) -> Trigger:
         settings = self._settings
         turn = len(self._turns)
-        if turn >= settings.messages:
-            self._stop = f"budget: {settings.messages} messages"
-            return Trigger.FINISH
-        failing = 0
-        for past in reversed(self._turns):
-            if past.said:
-                break
-            failing += 1
-        if failing >= settings.max_failed_in_a_row:
-            self._stop = f"{failing} failed turns in a row"
+        self._stop = before_turn(settings, self._turns)
+        if self._stop is not None:
             return Trigger.FINISH
         assignment = await self._active_post.request(
             "moderator", NextTurn(turn), turn=turn, sender="debate"
