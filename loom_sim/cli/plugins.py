@@ -1,6 +1,6 @@
 """``loom-sim plugins``: every registered provider, scripted model, scorer, monitor, actor kind,
-target adapter, machine and executor, with where it comes from — so a package's plug-ins can be seen
-to be found."""
+target adapter, harness stop rule, machine and executor, with where it comes from — so a
+package's plug-ins can be seen to be found."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from loom_sim.executors import EXECUTORS
+from loom_sim.harness.stop import RULES as HARNESS_STOPS
 from loom_sim.machines.engine import MACHINES
 from loom_sim.models.providers import PROVIDERS
 from loom_sim.models.scripted import SCRIPTS
@@ -67,6 +68,12 @@ def sections() -> list[tuple[str, Iterable[Plugin], Callable[[Any], str], Callab
             ADAPTERS,
             lambda a: f"settings {a.settings.__name__}",
             lambda a: _origin(a.open),
+        ),
+        (
+            "harness stop rules (checked after every turn, by order)",
+            HARNESS_STOPS,
+            lambda r: f"order {r.order}",
+            lambda r: _origin(r.check),
         ),
         (
             "machines (loom-sim diagram)",
