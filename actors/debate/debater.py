@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from loom_sim.actors.base import Actor, ActorContext, ProtocolError
 
 from loom_sim.debate import prompts
+from loom_sim.debate.checks import Shape
 from loom_sim.debate.deck import PersonaEntry
+from loom_sim.debate.grammar import shape_grammar
 from loom_sim.debate.intents import OPENING_SHAPE, Intent
 from loom_sim.debate.messages import Compose, Line, Posted
 from loom_sim.debate.prompts import RoomFrame, Said
@@ -83,12 +85,13 @@ class DebaterActor(Actor):
             line.id, line.speaker, self._setup.names.get(line.speaker, line.speaker), line.text
         )
 
-    def _prompt(self, request: Compose) -> tuple[str, str]:
-        """(system, user) for this request."""
+    def _prompt(self, request: Compose) -> tuple[str, str, Shape]:
+        """(system, user) for this request, and the shape its message must have."""
         setup, me = self._setup, self._me
         rooms = setup.settings.rooms
         if request.kind == "opening":
-            return prompts.system_prompt(me), prompts.opening_prompt(setup.topic, me, OPENING_SHAPE)
+            opening = prompts.opening_prompt(setup.topic, me, OPENING_SHAPE)
+            return prompts.system_prompt(me), opening, OPENING_SHAPE
         if request.kind == "turn":
             spec = setup.settings.intent(Intent(request.intent))
             thread = [self._said(line) for line in self._main[-setup.settings.thread :]]
@@ -98,30 +101,29 @@ class DebaterActor(Actor):
                     (self._said(line) for line in self._main if line.id == request.reply_to),
                     thread[-1] if thread else Said("", "", "nobody", "(nothing yet)"),
                 )
-            return prompts.system_prompt(me), prompts.turn_prompt(
-                setup.topic, me, thread, target, spec
-            )
+            turn = prompts.turn_prompt(setup.topic, me, thread, target, spec)
+            return prompts.system_prompt(me), turn, spec.shape
         opponent = setup.names.get(request.opponent, request.opponent)
         frame = RoomFrame(request.question, opponent, rooms.shape)
         system = prompts.system_prompt(me, frame)
         if request.kind == "room_opening":
             pair = {me.id, request.opponent}
             context = [self._said(line) for line in self._main if line.speaker in pair]
-            return system, prompts.room_opening_prompt(
+            opening = prompts.room_opening_prompt(
                 request.question,
                 context[-rooms.context :] if rooms.context else [],
                 rooms.opening_shape,
             )
+            return system, opening, rooms.opening_shape
         if request.kind == "room_turn":
             history = [self._said(line) for line in self._rooms.get(request.room or "", [])]
             last = next((s.text for s in reversed(history) if s.speaker != me.id), "")
-            return system, prompts.room_turn_prompt(
-                request.question, history, opponent, last, rooms.shape
-            )
+            turn = prompts.room_turn_prompt(request.question, history, opponent, last, rooms.shape)
+            return system, turn, rooms.shape
         raise ProtocolError(f"the debater cannot compose a {request.kind!r} message")
 
     async def _compose(self, request: Compose) -> Utterance:
-        system, user = self._prompt(request)
+        system, user, shape = self._prompt(request)
         messages = [ChatMessage("system", system), ChatMessage("user", user)]
         if request.redraft:
             messages += [
@@ -143,6 +145,9 @@ class DebaterActor(Actor):
                 # A chat message is one paragraph (a main-chat turn one line): stopping there
                 # spares a rambling model the tokens it would spend on a draft that fails.
                 stop=["\n"] if request.kind == "turn" else ["\n\n"],
+                # A model that can sample under a grammar writes the shape by construction;
+                # the debate still checks every draft (banned patterns, forbidden phrases).
+                grammar=shape_grammar(shape),
             )
         )
         return Utterance(

@@ -32,6 +32,10 @@ class ModelRequest(msgspec.Struct, frozen=True):
     # others get the schema in the prompt; either way the reply goes through the tolerant parser.
     json_schema: dict[str, Any] | None = None
     stop: list[str] | None = None
+    # A GBNF grammar (llama.cpp's syntax) the reply must follow, for a reply whose shape can be
+    # written down (one sentence ending in "?"). A client that can constrain its sampling (the
+    # embedded model) writes to it; the others ignore it, and the caller's checks still apply.
+    grammar: str | None = None
 
 
 def schema_text(schema: Mapping[str, Any]) -> str:

@@ -93,6 +93,18 @@ class _Loaded:
     async_lock: trio.Lock = field(default_factory=trio.Lock)
     thread_lock: threading.Lock = field(default_factory=threading.Lock)
 
+    grammars: dict[str, Any] = field(default_factory=dict)  # GBNF text -> LlamaGrammar
+
+    def grammar(self, text: str) -> Any:
+        """The parsed grammar of a request's GBNF text, parsed once per text (a debate asks
+        with a few shapes' grammars, over and over)."""
+        parsed = self.grammars.get(text)
+        if parsed is None:
+            from llama_cpp import LlamaGrammar
+
+            parsed = self.grammars[text] = LlamaGrammar.from_string(text, verbose=False)
+        return parsed
+
     def ensure_loaded(self, spec: str) -> Any:
         """Load the model (call in a worker thread, under ``thread_lock``)."""
         if self.llama is None:
@@ -298,6 +310,8 @@ class LocalLlamaClient:
                 # Held to the schema by a grammar, the model need not be told it (judges leave
                 # it out of their prompts for such a client: ``enforces_schema``).
                 kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+            elif request.grammar is not None:
+                kwargs["grammar"] = model.grammar(request.grammar)
             try:
                 written = None
                 if request.json_schema is not None:

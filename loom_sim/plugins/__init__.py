@@ -2,9 +2,9 @@
 
 A plug-in registers itself where it is defined, with a decorator that adds an entry to its
 kind's :class:`Registry`; the config's validation, the JSON Schema, ``--help``, the hub, the
-scoring engine, the report and the docs' tables all iterate the registry. loom-sim's own plug-
-ins and a third party's arrive the same way: through an ``importlib.metadata`` entry-point group
-(``loom_sim.providers``, ``loom_sim.scorers``, ``loom_sim.monitors``, ``loom_sim.actors``,
+scoring engine, the report and the docs' tables all iterate the registry. loom-sim's own
+plug-ins and a third party's arrive the same way: through an ``importlib.metadata`` entry-point
+group (``loom_sim.providers``, ``loom_sim.scorers``, ``loom_sim.monitors``, ``loom_sim.actors``,
 ``loom_sim.scripts``, ``loom_sim.harness_stops``...), loaded the first time a registry is read.
 loom-sim declares its built-ins in its own ``pyproject.toml``; a separate package declares its
 own in its ``pyproject.toml`` and nothing in loom-sim is edited. Code (a test, a notebook) may
