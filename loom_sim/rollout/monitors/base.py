@@ -88,6 +88,8 @@ class Monitors:
 
     async def check(self, turn: int, attempt: int, text: str) -> list[Finding]:
         """Every monitor's findings on a draft, each named for the monitor that made it."""
+        if not self._running:  # nothing registered: no draft to build
+            return []
         draft = Draft(turn=turn, attempt=attempt, text=text, previous=tuple(self._previous))
         findings: list[Finding] = []
         for name, monitor in self._running:
