@@ -3,11 +3,13 @@
     .venv/bin/python benchmarks/bench_debate_embedded.py [--deck NAME ...] [--seeds 1,2,3]
         [--messages 12] [--loom-sim PATH]
 
-Runs ``loom-sim debate DECK --messages N --seed S`` for each deck (default: every shipped
-deck) and seed, every role on the embedded model, and reads each debate's ``summary.json``:
-messages said, turns failed (a turn whose every draft failed its checks), crux rooms, and the
-wall time. Prints per deck the median over seeds, then the total. ``--loom-sim`` runs another
-installation's command (an older checkout's ``.venv/bin/loom-sim``) for a before/after table.
+Runs ``loom-sim debate DECK --messages N --seed S --model cheap=local/smollm2 --model
+strong=local/smollm2`` for each deck (default: every shipped deck) and seed: every role on the
+embedded model, whatever models the deck names (the planted decks name scripted ones), and reads
+each debate's ``summary.json``: messages said, turns failed (a turn whose every draft failed its
+checks), crux rooms, and the wall time. Prints per deck the median over seeds, then the total.
+``--loom-sim`` runs another installation's command (an older checkout's ``.venv/bin/loom-sim``)
+for a before/after table.
 
 Failed turns do not depend on the machine's load (the seeds fix every draw); wall times do.
 """
@@ -24,13 +26,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+EMBEDDED = "local/smollm2"
 DECKS = sorted(p.stem for p in (ROOT / "configs" / "decks").glob("*.yaml"))
 
 
 def one(loom_sim: str, deck: str, seed: int, messages: int, out: Path) -> dict[str, float]:
     started = time.perf_counter()
     done = subprocess.run(
-        [loom_sim, "debate", deck, "-n", str(messages), "--seed", str(seed), "-o", str(out)],
+        [loom_sim, "debate", deck, "-n", str(messages), "--seed", str(seed), "-o", str(out)]
+        + [arg for tier in ("cheap", "strong") for arg in ("--model", f"{tier}={EMBEDDED}")],
         capture_output=True,
         text=True,
         check=False,
