@@ -11,7 +11,7 @@ checks), crux rooms, and the wall time. Prints per deck the median over seeds, t
 ``--loom-sim`` runs another installation's command (an older checkout's ``.venv/bin/loom-sim``)
 for a before/after table.
 
-Failed turns do not depend on the machine's load (the seeds fix every draw); wall times do.
+Failed turns do not depend on the machine's load (the random seeds fix every draw); wall times do.
 """
 
 from __future__ import annotations

@@ -11,7 +11,12 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 
-from loom_sim.config.sections import Section, section_properties, validate_sections
+from loom_sim.config.sections import (
+    Section,
+    registered_settings,
+    section_properties,
+    validate_sections,
+)
 
 __all__ = ["MonitorSettings", "MonitorsSpec"]
 
@@ -77,8 +82,6 @@ class MonitorsSpec(Section):
         config was validated)."""
         from loom_sim.plugins.monitors import MONITORS
 
-        extra = self.__pydantic_extra__ or {}
-        if config_key in extra:
-            return extra[config_key]
-        info = next((i for i in MONITORS if i.config_key == config_key), None)
-        return settings_of(info)() if info is not None else MonitorSettings()
+        return registered_settings(
+            self.__pydantic_extra__, MONITORS, config_key, settings_of, MonitorSettings
+        )

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-__all__ = ["Section", "error", "section_properties", "validate_sections"]
+__all__ = ["Section", "error", "registered_settings", "section_properties", "validate_sections"]
 
 
 class Section(BaseModel):
@@ -69,6 +69,21 @@ def validate_sections(
             ]
     found = {key: settings.get(key) or settings_of(info)() for key, info in by_key.items()}
     return found, errors
+
+
+def registered_settings(
+    given: Mapping[str, BaseModel] | None,
+    entries: Iterable[Any],
+    config_key: str,
+    settings_of: SettingsOf,
+    default: type[BaseModel],
+) -> Any:
+    """One entry's settings: as the config gave them, else its settings' defaults (an entry
+    registered after the config was validated), else ``default`` (no entry has that key)."""
+    if given and config_key in given:
+        return given[config_key]
+    info = next((i for i in entries if i.config_key == config_key), None)
+    return settings_of(info)() if info is not None else default()
 
 
 def section_properties(entries: Iterable[Any], settings_of: SettingsOf) -> dict[str, Any]:

@@ -35,7 +35,12 @@ from pydantic_core import InitErrorDetails
 
 from loom_sim.config.errors import Issue
 from loom_sim.config.monitors import MonitorsSpec
-from loom_sim.config.sections import Section, section_properties, validate_sections
+from loom_sim.config.sections import (
+    Section,
+    registered_settings,
+    section_properties,
+    validate_sections,
+)
 from loom_sim.config.sections import error as section_error
 from loom_sim.models.providers import PROVIDERS
 
@@ -793,11 +798,9 @@ class ScoringSpec(Section):
         was validated)."""
         from loom_sim.plugins.scorers import SCORERS
 
-        extra = self.__pydantic_extra__ or {}
-        if config_key in extra:
-            return extra[config_key]
-        info = next((i for i in SCORERS if i.config_key == config_key), None)
-        return _scorer_settings(info)() if info is not None else ScorerSettings()
+        return registered_settings(
+            self.__pydantic_extra__, SCORERS, config_key, _scorer_settings, ScorerSettings
+        )
 
 
 def _target_list(value: Any, scorers: Any) -> tuple[tuple[str, ...], list[InitErrorDetails]]:
