@@ -32,36 +32,25 @@ from pydantic import Field, ValidationInfo, model_validator
 
 from loom_sim.config.loader import field_errors, load_document
 from loom_sim.core.paths import outside, refusal
-from loom_sim.debate.contract import (
-    FENCE_MARKER,
-    MAX_QUOTE_CHARS,
-    MIN_QUOTE_WORDS,
-    PersonaContract,
-    Prose,
-    Strict,
-    check_id,
-    no_fence_markers,
-)
-from loom_sim.debate.corpus import (
-    Excerpt,
-    corpus_hash,
-    find_quote,
-    read_feed,
-    read_posts,
-    read_text,
-)
+from loom_sim.debate import build_answers as answers
+from loom_sim.debate.contract import PersonaContract, Prose, Strict, check_id
+from loom_sim.debate.corpus import Excerpt, corpus_hash, read_feed, read_posts, read_text
+from loom_sim.debate.grammar import prose_grammar
 from loom_sim.debate.prompts import render
 from loom_sim.debate.roles import ModelAllocation
 from loom_sim.debate.voice import VoiceProfile
 from loom_sim.errors import LoomError
 from loom_sim.judging.fence import fence_lines, markers
 from loom_sim.judging.structured import Answer, Validator, ask_json, ask_text
-from loom_sim.models.base import ChatMessage, ModelClient
+from loom_sim.models.base import ChatMessage, ModelClient, enforces_schema
 from loom_sim.seeds import derive_seed
 from loom_sim.store.artifacts import write_json
 
 FIELDS = ("personality", "bias", "stakes", "epistemology", "time_horizon", "flip_conditions")
 STEPS = ("relevance", *FIELDS, "evidence_policy", "anchors")
+#: Sentences of a prose field, fewest and most: the prompt asks for 3-5; a model that samples
+#: under a grammar (the embedded one) writes within these by construction.
+PROSE_SENTENCES = (2, 6)
 
 
 class Source(Strict):
@@ -265,18 +254,24 @@ class Builder:
             limits = {"posts": settings.relevant_posts, "items": settings.relevant_items}
             answer = await self._json(
                 role, persona, nonce, n, render("build_relevance", **limits, **common),
-                _relevance_schema(sorted(ids)), lambda v: _relevant(v, ids),
+                answers.relevance_schema(sorted(ids)), lambda v: answers.relevant(v, ids),
             )  # fmt: skip
         elif name == "evidence_policy":
             answer = await self._json(
-                role, persona, nonce, n, render("build_evidence", **common), _EVIDENCE, _evidence
-            )
+                role, persona, nonce, n, render("build_evidence", **common), answers.EVIDENCE,
+                answers.evidence,
+            )  # fmt: skip
         else:
+            names = sorted({e.id for e in excerpts})
+            # a model held to its schema picks each quote from the shown excerpts' sentences:
+            # verbatim by construction (the prompt shows the schema without that long list)
+            quotes = answers.quotable(shown) if enforces_schema(self._models(role)) else None
             answer = await self._json(
                 role, persona, nonce, n,
                 render("build_anchors", most=settings.max_anchor_excerpts, **common),
-                _anchors_schema(sorted({e.id for e in excerpts})),
-                lambda v: _anchors(v, excerpts, settings.max_anchor_excerpts),
+                answers.anchors_schema(names, quotes),
+                lambda v: answers.anchors(v, excerpts, settings.max_anchor_excerpts),
+                shown_schema=answers.anchors_schema(names),
             )  # fmt: skip
         if not answer.ok or answer.value is None:
             # each try's seed is fixed, so the same command would get the same answers:
@@ -320,12 +315,16 @@ class Builder:
         user: str,
         schema: dict[str, Any],
         validate: Validator[Any],
+        *,
+        shown_schema: dict[str, Any] | None = None,
     ) -> Answer[Any]:
+        """``schema`` holds the answer; ``shown_schema`` (default: the same) is the one the
+        prompt shows."""
         model = self.config.models.resolve(role)
         self.calls += 1
         return await ask_json(
             self._models(role),
-            self._messages(persona, nonce, user, schema),
+            self._messages(persona, nonce, user, shown_schema or schema),
             schema=schema,
             validate=validate,
             seed=lambda attempt: derive_seed(0, "build", persona.id, n, attempt),
@@ -343,11 +342,12 @@ class Builder:
         return await ask_text(
             self._models(role),
             self._messages(persona, nonce, user, None),
-            validate=_prose,
+            validate=answers.prose,
             seed=lambda attempt: derive_seed(0, "build", persona.id, n, attempt),
             max_attempts=self.config.settings.attempts,
             max_tokens=model.max_tokens,
             temperature=model.temperature,
+            grammar=prose_grammar(PROSE_SENTENCES),
         )
 
     # ─── output ─────────────────────────────────────────────────────────────
@@ -390,114 +390,3 @@ class Builder:
         tmp.write_text(yaml.safe_dump(deck, sort_keys=False, allow_unicode=True), encoding="utf-8")
         tmp.replace(path)
         return path
-
-
-# ─── what each step's answer must be ────────────────────────────────────────
-
-
-def _relevance_schema(ids: list[str]) -> dict[str, Any]:
-    """Only the corpus's excerpt ids, at least one: a model whose output is constrained by the
-    schema (the embedded one) can then neither invent an id nor keep nothing."""
-    ids_schema: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
-    return {
-        "type": "object",
-        "properties": {"relevant": {"type": "array", "items": ids_schema, "minItems": 1}},
-        "required": ["relevant"],
-    }
-
-
-# no minLength: the embedded model writes a schema of these keys by its fast path (llama_json)
-_LIST = {"type": "array", "items": {"type": "string"}, "minItems": 1}
-_TEXT = {"type": "string"}
-_EVIDENCE = {
-    "type": "object",
-    "properties": {
-        "acceptable_sources": _LIST,
-        "unacceptable_sources": _LIST,
-        "weighting_rules": _TEXT,
-        "tool_pull_triggers": _TEXT,
-    },
-    "required": [
-        "acceptable_sources",
-        "unacceptable_sources",
-        "weighting_rules",
-        "tool_pull_triggers",
-    ],
-}
-
-
-def _anchors_schema(ids: list[str]) -> dict[str, Any]:
-    """Each anchor names an excerpt of the corpus, and there is at least one."""
-    excerpt: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
-    return {
-        "type": "object",
-        "properties": {
-            "anchors": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "properties": {"excerpt": excerpt, "quote": {"type": "string"}},
-                    "required": ["excerpt", "quote"],
-                },
-            }
-        },
-        "required": ["anchors"],
-    }
-
-
-def _relevant(value: Any, ids: set[str]) -> list[str]:
-    chosen = value.get("relevant") if isinstance(value, dict) else None
-    if not isinstance(chosen, list) or not chosen:
-        raise ValueError('answer {"relevant": [ids]} with at least one id')
-    unknown = [str(c) for c in chosen if str(c) not in ids]
-    if unknown:
-        raise ValueError(f"{', '.join(unknown[:5])} are not excerpt ids")
-    return list(dict.fromkeys(str(c) for c in chosen))
-
-
-def _prose(text: str) -> str:
-    if not text:
-        raise ValueError("it is empty")
-    no_fence_markers(text)
-    if any(line.lstrip().startswith(("#", "- ", "* ", "• ")) for line in text.splitlines()):
-        raise ValueError("it uses markdown headers or bullet points; write flowing prose")
-    return " ".join(text.split())
-
-
-def _evidence(value: Any) -> dict[str, Any]:
-    from loom_sim.debate.contract import EvidencePolicy
-
-    try:
-        return EvidencePolicy.model_validate(value).model_dump()
-    except Exception as err:
-        raise ValueError(f"not an evidence policy ({str(err).splitlines()[0]})") from None
-
-
-def _anchors(
-    value: Any, excerpts: list[Excerpt], most: int
-) -> tuple[list[dict[str, str]], list[str]]:
-    """The verified anchors (quote, source, date) and the quotes rejected as not verbatim."""
-    items = value.get("anchors") if isinstance(value, dict) else None
-    if not isinstance(items, list):
-        raise ValueError('answer {"anchors": [{"excerpt": id, "quote": text}]}')
-    kept: list[dict[str, str]] = []
-    rejected: list[str] = []
-    for item in items[:most]:
-        quote = " ".join(str((item or {}).get("quote", "")).split())
-        if not quote:
-            continue
-        long_enough = len(quote.split()) >= MIN_QUOTE_WORDS
-        fits = len(quote) <= MAX_QUOTE_CHARS and long_enough and not FENCE_MARKER.search(quote)
-        found = find_quote(quote, excerpts) if fits else None
-        if found is None:
-            rejected.append(quote)
-            continue
-        kept.append({"content": quote, "source": found.source, "date": found.date})
-    if not kept:
-        shown = "; ".join(repr(q[:60]) for q in rejected[:3])
-        raise ValueError(
-            "no quote occurs verbatim in the excerpts (each must be copied exactly from one line "
-            f"of one excerpt, {MIN_QUOTE_WORDS} words to {MAX_QUOTE_CHARS} characters): {shown}"
-        )
-    return kept, rejected

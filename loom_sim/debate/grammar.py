@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from loom_sim.debate.checks import Shape
 
-__all__ = ["shape_grammar"]
+__all__ = ["prose_grammar", "shape_grammar"]
 
 #: A word: letters (with an apostrophe or a hyphen), or a number; a quote or a bracket around
 #: it, a comma or a colon after. No sentence end (. ! ?), no line break, no list marker, and
@@ -64,3 +64,18 @@ def shape_grammar(shape: Shape) -> str:
     else:
         root = f'(stmt " "){{{least - 1},{most - 1}}} last'
     return "\n".join([f"root ::= {root}", *rules]) + "\n"
+
+
+def prose_grammar(sentences: tuple[int, int]) -> str:
+    """The grammar of plain prose of ``sentences`` (fewest, most) statements: what a contract's
+    fields are (a persona's personality, bias, …). No line breaks, headers, list items or
+    angle brackets — so no markdown and no copy of the prompt's fence marker around the corpus,
+    which is what the embedded model otherwise writes back."""
+    least, most = sentences
+    rules = [
+        f'root ::= stmt (" " stmt){{{least - 1},{most - 1}}}',
+        *_PIECES,
+        f'words ::= first (" " word){{{MIN_WORDS - 1},{MAX_WORDS - 1}}}',
+        "stmt ::= words [.!]",
+    ]
+    return "\n".join(rules) + "\n"

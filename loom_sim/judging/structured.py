@@ -102,11 +102,14 @@ async def ask_text(
     max_tokens_cap: int = 4096,
     temperature: float = 0.7,
     feedback: bool = True,
+    grammar: str | None = None,
 ) -> Answer[T]:
-    """The same loop for prose: ``validate`` reads the reply's text (stripped)."""
+    """The same loop for prose: ``validate`` reads the reply's text (stripped). ``grammar``
+    (GBNF) constrains a model that can sample under one (the embedded model); the others
+    ignore it, so ``validate`` still checks everything the grammar says."""
     return await _ask(
         model, messages, None, lambda text: (text.strip(), "text"), validate, seed,
-        max_attempts, max_tokens, max_tokens_cap, temperature, feedback, None,
+        max_attempts, max_tokens, max_tokens_cap, temperature, feedback, None, grammar,
     )  # fmt: skip
 
 
@@ -123,6 +126,7 @@ async def _ask(
     temperature: float,
     feedback: bool,
     complete_part: Callable[[Any], Any] | None,
+    grammar: str | None = None,
 ) -> Answer[T]:
     usage = Usage()
     raw = ""
@@ -140,6 +144,7 @@ async def _ask(
                     temperature=temperature,
                     seed=seed(attempt),
                     json_schema=schema,
+                    grammar=grammar,
                 )
             )
         except BadModelReply as err:  # a garbled body: as unusable as a garbled answer
