@@ -8,8 +8,9 @@ run and builds it with every role on the embedded model (``--model strong=local/
 --model cheap=local/smollm2``). Then reads each persona's saved steps
 (``<output>/.build/<persona>/<n>-<step>.json``): a step with a file got a usable answer, in the
 tries it records; the first step without one is the step the build stopped at (``failed``),
-and the steps after it were never asked (``-``). Prints the steps per persona (the same in
-every run: the random seeds are fixed), and the build's wall time, median of the runs.
+and the steps after it, this persona's and the next ones', were never asked (``-``). Prints
+the steps per persona (the same in every run: the random seeds are fixed), and the build's
+wall time, median of the runs.
 ``--loom-sim`` runs another installation's command (an older checkout's ``.venv/bin/loom-sim``)
 for a before/after table.
 """
@@ -48,6 +49,7 @@ def one(loom_sim: str, folder: Path) -> tuple[float, int, dict[str, list[str]]]:
     )
     wall = time.perf_counter() - started
     steps: dict[str, list[str]] = {}
+    stopped = False  # the personas are built in order: after the failed step, none is asked
     for persona in PERSONAS:
         state = folder / "decks" / "quayside" / ".build" / persona
         row: list[str] = []
@@ -55,10 +57,11 @@ def one(loom_sim: str, folder: Path) -> tuple[float, int, dict[str, list[str]]]:
             saved = state / f"{n}-{name}.json"
             if saved.exists():
                 row.append(str(json.loads(saved.read_text())["attempts"]))
-            elif "failed" in row:
+            elif stopped:
                 row.append("-")
             else:
                 row.append("failed")
+                stopped = True
         steps[persona] = row
     return wall, done.returncode, steps
 
