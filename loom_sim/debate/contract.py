@@ -48,7 +48,7 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 class Strict(BaseModel):
     """Base of the debate's data: immutable, unknown keys are errors, and types are strict.
 
-    Strict as configs are (:class:`loom_sim.config.spec.Section`): YAML reads `yes` and `on`
+    Strict as configs are (:class:`loom_sim.config.sections.Section`): YAML reads `yes` and `on`
     as booleans, and lax validation would take ``messages: true`` for 1 and ``"60"`` for 60.
     Enum and tuple fields opt out (``strict=False``): files write them as strings and lists.
     """

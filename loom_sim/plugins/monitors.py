@@ -53,7 +53,7 @@ def monitor(
 ) -> Callable[[C], C]:
     """Register the decorated class as monitor ``name``; ``config_key`` (default ``name``) is
     its section under ``interaction.monitors``, ``settings`` that section's model (a subclass
-    of :class:`loom_sim.config.spec.MonitorSettings`)."""
+    of :class:`loom_sim.config.monitors.MonitorSettings`)."""
 
     def register(cls: C) -> C:
         MONITORS.add(
