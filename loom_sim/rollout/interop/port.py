@@ -13,21 +13,35 @@ own text, so a ported config plays that patient, not a generic one.
 from __future__ import annotations
 
 import re
-import string
 import textwrap
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from loom_sim.config.spec import CURRENT_SCHEMA_VERSION
-from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import target_scorers
+from loom_sim.rollout.interop.port_sources import (
+    DIMENSIONS,
+    Schedule,
+    load_profile,
+    load_schedule,
+    schedule_path,
+)
+from loom_sim.rollout.interop.port_wording import (
+    WORDING,
+    as_text,
+    fill,
+    first_person,
+    own_words_on_treatment,
+    phase_lines,
+    profile_values,
+    responses_by_trigger,
+    sentence,
+)
 
 SCHEMA_LINE = "# yaml-language-server: $schema=../../docs/loom-sim.schema.json"
-DIMENSIONS = ("belief", "distress", "action")
 DEFAULT_TURNS = 20  # every boundary of both shipped schedules (multiples of 0.05) is a turn
 GAP = 0.001  # where ranges do not join, the previous phase's end value holds until pct - GAP
 
@@ -68,22 +82,6 @@ FIELDS: dict[str, tuple[type, str]] = {
     "emotional_responses": (list, "persona.emotional_responses; treatment redirect"),
 }
 
-# The words the port adds. `{name}` fields are filled from the profile; a revelation whose
-# fields the profile lacks is left out. Revelations are placed in the first phase whose notes
-# match `when`, else in the phase where `fallback` progress falls; earlier phases are told not
-# to volunteer what `later` names.
-# The wording the port adds (levels, revelations, redirects, safety text) is data, not code.
-WORDING: dict[str, Any] = yaml.safe_load(
-    (resources.files("loom_sim.rollout.interop") / "port_wording.yaml").read_text(encoding="utf-8")
-)
-VERBS = {"is": "are", "has": "have", "was": "were", "mentions": "mention", "shares": "share"}
-VERBS |= {"reveals": "reveal", "discusses": "discuss", "begins": "begin", "resists": "resist"}
-VERBS |= {"seeks": "seek", "dismisses": "dismiss", "expresses": "express", "refuses": "refuse"}
-RELATIONS = (
-    r"\b(sister|brother|wife|husband|girlfriend|boyfriend|partner|family|roommate|"
-    r"mother|mum|father|dad|friends?|colleagues|son|daughter|concern)\b"
-)
-
 
 @dataclass
 class PortReport:
@@ -97,271 +95,6 @@ class PortReport:
     header: list[str] = field(default_factory=list)  # the config file's comment lines
 
 
-@dataclass
-class Schedule:
-    name: str
-    description: str
-    path: Path
-    phases: list[dict[str, Any]]  # name, end_pct, notes, belief/distress/action: (start, end)
-    header: list[str]
-
-
-# ─── reading the sources ────────────────────────────────────────────────────
-
-
-def _load_yaml(path: Path, what: str) -> tuple[Any, str]:
-    try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise LoomError(f"{path}: no such {what} file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise LoomError(f"{path}: cannot read the {what} ({err})") from None
-    try:
-        return yaml.safe_load(source), source
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise LoomError(f"{where}: not valid YAML ({problem})") from None
-
-
-def _comments(source: str) -> list[str]:
-    """The comment lines a file opens with: psychosis-bench puts its summary labels there."""
-    lines = []
-    for line in source.splitlines():
-        if not line.strip().startswith("#"):
-            if line.strip():
-                break
-            continue
-        text = line.strip().lstrip("#").strip()
-        if text and not text.endswith(".yaml"):
-            lines.append(text)
-    return lines
-
-
-def load_profile(path: Path) -> tuple[dict[str, Any], list[str]]:
-    data, source = _load_yaml(path, "profile")
-    profile = data.get("profile") if isinstance(data, dict) else None
-    if not isinstance(profile, dict):
-        raise LoomError(f"{path}: not a psychosis-bench profile (no `profile:` mapping)")
-    for key in ("id", "name"):
-        if not isinstance(profile.get(key), str) or not profile[key].strip():
-            raise LoomError(f"{path}: profile.{key} is missing or not text")
-    if not re.fullmatch(r"[\w.-]+", profile["id"]):
-        raise LoomError(f"{path}: profile.id {profile['id']!r} cannot name a file")
-    return profile, _comments(source)
-
-
-def schedule_path(schedule: str | Path, profile_path: Path) -> Path:
-    """A file if it looks like one; otherwise a name, looked up where psychosis-bench keeps its
-    schedules: ``schedules/`` beside the profiles."""
-    path = Path(schedule)
-    if path.is_file() or path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
-        return path
-    found = profile_path.parent / "schedules" / f"{schedule}.yaml"
-    if not found.is_file():
-        raise LoomError(
-            f"{profile_path}: no schedule {str(schedule)!r} at {found}; "
-            "give a schedule file instead"
-        )
-    return found
-
-
-def load_schedule(path: Path) -> Schedule:
-    data, source = _load_yaml(path, "schedule")
-    body = data.get("intensity_schedule", data) if isinstance(data, dict) else None
-    phases = body.get("phases") if isinstance(body, dict) else None
-    if not isinstance(phases, list) or not phases:
-        raise LoomError(f"{path}: not a psychosis-bench schedule (no `phases:` list)")
-    notes: dict[int, list[str]] = {}  # comments inside each phase entry (YAML drops them)
-    for line in source.splitlines():
-        if re.match(r"\s*-\s*{?\s*name\s*:", line):
-            notes[len(notes)] = []
-        elif notes and line.strip().startswith("#"):
-            notes[len(notes) - 1].append(line.strip().lstrip("#").strip())
-    out, previous = [], 0.0
-    for index, phase in enumerate(phases):
-        where = f"{path}: phases[{index}]"
-        if not isinstance(phase, dict) or not isinstance(phase.get("name"), str):
-            raise LoomError(f"{where}: needs a name")
-        end = phase.get("end_pct")
-        if isinstance(end, bool) or not isinstance(end, int | float) or not previous < end <= 1:
-            raise LoomError(f"{where}.end_pct: must rise from {previous} to at most 1.0")
-        entry = {
-            "name": phase["name"],
-            "end_pct": float(end),
-            "notes": " ".join(notes.get(index, [])),
-        }
-        for dim in DIMENSIONS:
-            pair = phase.get(dim)
-            if not (
-                isinstance(pair, list)
-                and len(pair) == 2
-                and all(isinstance(v, int | float) and 0 <= v <= 1 for v in pair)
-            ):
-                raise LoomError(f"{where}.{dim}: must be [start, end], both in [0, 1]")
-            entry[dim] = (float(pair[0]), float(pair[1]))
-        out.append(entry)
-        previous = float(end)
-    if previous != 1.0:
-        raise LoomError(f"{path}: the last phase must end at end_pct 1.0, not {previous}")
-    about = body if isinstance(body, dict) else {}
-    name = str(about.get("name") or path.stem)
-    return Schedule(name, str(about.get("description", "")), path, out, _comments(source))
-
-
-# ─── wording, from the profile's own text ───────────────────────────────────
-
-
-def _sentence(value: str) -> str:
-    value = " ".join(value.split())
-    return value if value[-1:] in ".!?…" else value + "."
-
-
-def as_text(value: Any) -> str:
-    """A kept field as text, verbatim: lists become bullet lines, mappings nested bullets."""
-    if not isinstance(value, list | dict):
-        return value.strip() if isinstance(value, str) else str(value)
-    items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
-    lines = []
-    for key, item in items:
-        label = "-" if key is None else f"- {key}:"
-        if isinstance(item, list | dict):
-            lines.append(label + "\n  " + as_text(item).replace("\n", "\n  "))
-        else:
-            lines.append(f"{label} {as_text(item)}")
-    return "\n".join(lines)
-
-
-def _fill(template: str, values: dict[str, str]) -> str | None:
-    """The template with the profile's text in it; None when a field it needs is missing."""
-    names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
-    if not all(values.get(name) for name in names):
-        return None
-    return " ".join(template.format(**values).split())
-
-
-def _first_person(belief: str, gender: str) -> str | None:
-    """A second-person belief as the persona says it ("Your discovery" -> "My discovery");
-    None when a third-person pronoun may mean the persona, whose voice is then unclear."""
-    third = {"male": r"\b(he|him|his|himself)\b", "female": r"\b(she|her|hers|herself)\b"}
-    if re.search(third.get(gender.lower(), r"(?!)"), belief, re.IGNORECASE):
-        return None
-    fixed = {"you're": "I'm", "you've": "I've", "you'd": "I'd", "you'll": "I'll", "your": "my"}
-    fixed |= {"yours": "mine", "yourself": "myself"}
-    verbs = {"can", "could", "will", "would", "should", "must", "might", "may", "need", "do"}
-    verbs |= {"don't", "did", "feel", "know", "think", "see", "want", "have", "had", "relate"}
-    openers = {"that", "and", "but", "because", "if", "when", "what", "how", "why", "so"}
-
-    def swap(match: re.Match) -> str:
-        word, before = match.group(0).lower(), belief[: match.start()].rstrip()
-        after = belief[match.end() :].split(maxsplit=1)
-        prev = before.split()[-1].lower() if before else ""
-        subject = (
-            not before
-            or before[-1] in "-—,;:"
-            or prev in openers
-            or (after and after[0].lower() in verbs)
-        )
-        out = fixed.get(word) or ("I" if subject else "me")
-        return out if before else out[0].upper() + out[1:]
-
-    said = re.sub(r"\b[Yy]ou(?:'re|'ve|'d|'ll|rself|rs|r)?\b", swap, belief)
-    return _sentence(re.sub(r"\bI are\b", "I am", re.sub(r"\bI were\b", "I was", said)))
-
-
-def phase_lines(notes: str) -> tuple[list[str], list[str], list[str]]:
-    """A schedule's notes on a phase as (requirements, prohibitions, remarks about the
-    benchmark): "Patient is friendly" becomes "You are friendly", "No concrete plans yet" a
-    prohibition; "Tests whether model ..." is not for the persona and stays out."""
-    requirements, forbidden, remarks = [], [], []
-    for sentence in re.split(r"(?<=[.!?])\s+", " ".join(notes.split())):
-        if re.search(r"\bmodels?\b|^tests? whether", sentence, re.IGNORECASE):
-            remarks.append(sentence)
-        elif match := re.match(r"No (.+?)\.?$", sentence):
-            forbidden.append("Bring up " + match.group(1))
-        elif sentence:
-            line = re.sub(r"\bdelusions?\b", "belief", sentence)  # not the persona's word
-            if re.search(r"\bpatient\b", line, re.IGNORECASE):
-                line = re.sub(r"\b[Pp]atient's\b|\btheir\b", "your", line)
-                line = re.sub(r"\bPatient\b", "You", re.sub(r"\bpatient\b", "you", line))
-                line = re.sub(r"\b\w+\b", lambda m: VERBS.get(m.group(0), m.group(0)), line)
-            head = line.split(maxsplit=1)[0]
-            if head.lower() in VERBS and head[0].isupper():  # "Reveals medication changes"
-                line = VERBS[head.lower()].capitalize() + line[len(head) :]
-            elif head == "May":
-                line = "You may" + line[3:]
-            requirements.append(line)
-    return requirements, forbidden, remarks
-
-
-def _responses(items: list[str]) -> dict[str, str]:
-    """ "When the AI X: Y" -> {"the AI X": "Y"}, the shape of persona.emotional_responses."""
-    out = {}
-    for number, item in enumerate(items, start=1):
-        match = re.match(r"\s*When (.+?):\s*(.+)", item, re.DOTALL)
-        trigger, response = match.groups() if match else (f"situation {number}", item)
-        out[trigger if trigger not in out else f"{trigger} ({number})"] = response.strip()
-    return out
-
-
-def _own_words_on_treatment(p: dict[str, Any]) -> str | None:
-    """What the profile has the patient say when treatment comes up, if it quotes them."""
-    for trigger, response in _responses(p.get("emotional_responses", [])).items():
-        if re.search(
-            r"doctor|medicat|professional|psychiat|therap|treatment|someone|help", trigger, re.I
-        ):
-            if match := re.search(r"(?:^|[\s—–-])'(.+)'\s*$", response):
-                return match.group(1)
-    return None
-
-
-def _values(p: dict[str, Any]) -> dict[str, str]:
-    """The profile's text under the names WORDING's templates use."""
-    tone = p.get("emotional_tone", "")
-    insight = WORDING["insight"].get(p.get("insight_level", "").lower())
-    resistance = WORDING["treatment"].get(p.get("treatment_resistance", "").lower())
-    own = _own_words_on_treatment(p)
-    others = [
-        belief
-        for belief in p.get("supporting_beliefs", []) + p.get("fixed_beliefs", [])
-        if re.search(RELATIONS, belief, re.IGNORECASE)
-    ]
-    around = "; ".join(
-        label + p[key]
-        for key, label in (("living_situation", ""), ("social_support", "social support: "))
-        if p.get(key)
-    )
-    sentences = {k: _sentence(p[k]) for k in ("core_belief", "occupation") if p.get(k)}
-    return {
-        **sentences,
-        "name": p["name"],
-        "id": p["id"],
-        "belief": sentences.get("core_belief", "your belief."),
-        "special": _sentence(p["special_relationship_with_ai"])
-        if p.get("special_relationship_with_ai")
-        else "",
-        "medication": _sentence(p["medication_status"]) if p.get("medication_status") else "",
-        "sleep": next((s for s in p.get("symptoms_present", []) if "sleep" in s.lower()), ""),
-        "around": around or "; ".join(others),
-        "concern": "; ".join(others) or around,
-        "refusal": (resistance["asked"] + (f" — like \u201c{own}\u201d" if own else "") + ".")
-        if resistance
-        else "",
-        "risk": p.get("harm_mechanism", ""),
-        "pushback": p.get("response_to_pushback") or "defensive",
-        "insight_clause": f" — and {insight}" if insight else "",
-        "tone_clause": f"; your mood is {tone}" if tone else "",
-        "risk_clause": f" (the risk an observer would see: {p['harm_mechanism']})"
-        if p.get("harm_mechanism")
-        else "",
-        **{
-            f"tone_{level}": text
-            for level, text in WORDING["tone"].get(tone.lower(), WORDING["tone"]["mixed"]).items()
-        },
-    }
-
-
 def _persona(p: dict[str, Any], profile: dict[str, Any], report: PortReport) -> dict[str, Any]:
     identity: dict[str, Any] = {"name": p["name"]}
     if "age" in p:
@@ -369,7 +102,7 @@ def _persona(p: dict[str, Any], profile: dict[str, Any], report: PortReport) -> 
     facts = [("gender", "Gender: "), ("occupation", ""), ("living_situation", "")]
     facts += [("social_support", "Social support: "), ("diagnosis_history", "Diagnosis: ")]
     facts += [("medication_status", "Medication: "), ("core_belief", "What you believe now: ")]
-    identity["background"] = " ".join(_sentence(label + p[k]) for k, label in facts if p.get(k))
+    identity["background"] = " ".join(sentence(label + p[k]) for k, label in facts if p.get(k))
     if p.get("backstory"):
         identity["backstory_summary"] = p["backstory"]
     thinking = []
@@ -385,7 +118,7 @@ def _persona(p: dict[str, Any], profile: dict[str, Any], report: PortReport) -> 
     ]:
         if p.get(key):
             thinking.append(label + (p[key] if isinstance(p[key], str) else "; ".join(p[key])))
-    responses = _responses(p.get("emotional_responses", []))
+    responses = responses_by_trigger(p.get("emotional_responses", []))
     pushback = WORDING["pushback"].get(p.get("response_to_pushback", "").lower())
     if p.get("response_to_pushback"):
         responses["challenged_on_beliefs"] = (pushback or {}).get(
@@ -403,7 +136,7 @@ def _persona(p: dict[str, Any], profile: dict[str, Any], report: PortReport) -> 
             "— and your diagnosis only as a patient knows it; no clinical training",
             "vocabulary_level": "Everyday words; clinical terms only as a patient repeats them",
         }
-    out["cognitive_style"] = " ".join(_sentence(t) for t in thinking)
+    out["cognitive_style"] = " ".join(sentence(t) for t in thinking)
     out["speech_patterns"] = p.get("speech_patterns", [])
     caught = (pushback or WORDING["pushback"]["defensive"])["caught"]
     out["recovery_behavior"] = f"{caught} {WORDING['caught_suffix']}"
@@ -423,7 +156,7 @@ def _interaction(p: dict[str, Any]) -> dict[str, Any]:
     pushback = WORDING["pushback"].get(p.get("response_to_pushback", "").lower(), {})
     redirects = []
     for belief in p.get("fixed_beliefs", []):
-        said = _first_person(belief, p.get("gender", "")) or "I'm not wrong about this."
+        said = first_person(belief, p.get("gender", "")) or "I'm not wrong about this."
         redirects.append(
             {
                 "trigger": f"someone questions \u201c{belief}\u201d",
@@ -433,7 +166,7 @@ def _interaction(p: dict[str, Any]) -> dict[str, Any]:
     redirects.append(
         {
             "trigger": "someone suggests a doctor, medication or other treatment",
-            "replacement": _own_words_on_treatment(p) or WORDING["treatment"][level]["line"],
+            "replacement": own_words_on_treatment(p) or WORDING["treatment"][level]["line"],
         }
     )
     return {
@@ -511,9 +244,7 @@ def _phases(
     lines = [phase_lines(phase["notes"]) for phase in schedule.phases]
     revelations, placed = [], {}
     for topic, spec in WORDING["revelations"].items():
-        variants = {
-            k: _fill(spec[k], values) for k in ("subtle", "moderate", "direct") if k in spec
-        }
+        variants = {k: fill(spec[k], values) for k in ("subtle", "moderate", "direct") if k in spec}
         if None in variants.values() or not all(values.get(n) for n in spec.get("needs", [])):
             continue  # the profile has nothing to reveal on this topic
         revelations.append({"topic": topic, "variants": variants, "dimension": spec["dimension"]})
@@ -569,7 +300,7 @@ def port_profile(
         and not (isinstance(v, list) and not all(isinstance(i, str) for i in v))
     }
     report = PortReport(profile["id"], sched.name, {k: FIELDS[k][1] for k in p})
-    values = _values(p)
+    values = profile_values(p)
     levels = {
         dim: {k: " ".join(t.format(**values).split()) for k, t in WORDING["levels"][dim].items()}
         for dim in DIMENSIONS
