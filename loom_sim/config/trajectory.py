@@ -189,7 +189,7 @@ def _curve_schema_accepts_shorthand(schema: dict[str, Any]) -> None:
 
 
 def _dimension_schema_accepts_settings_beside_curve(schema: dict[str, Any]) -> None:
-    # The plan's draft YAML writes a curve's settings beside `curve`; they validate there too.
+    # A config may write a curve's settings beside `curve`; they validate there too.
     properties = schema.setdefault("properties", {})
     for key in dict.fromkeys(k for keys in CURVE_SETTINGS.values() for k in keys):
         if key not in ("points", "interpolation"):
