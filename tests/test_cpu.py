@@ -60,13 +60,23 @@ def test_this_process_running_threads_are_not_another_program(monkeypatch, tmp_p
 
 
 def test_two_cpu_bound_programs_take_two_cores_from_the_default(monkeypatch):
-    """Two real ``yes`` processes are always running or ready to run, so every look sees them
-    (whatever else the machine is doing, it can only see more)."""
+    """Two real ``yes`` processes are running or ready to run, and a look sees them.
+
+    Not every look: a look is an instant, and at that instant this process's own threads (a
+    thread pool left spinning by an earlier test) can be counted in one reading and not the
+    other, or a container's CPU quota can hold the two programs off the run queue. So the test
+    looks until it sees them (a bounded number of looks), then asks for the default at such a
+    moment: what is determined is that the two are seen, and that seeing them costs two cores.
+    """
     monkeypatch.delenv(cpu.THREADS_ENV, raising=False)
     hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(2)]
     try:
-        assert cpu.others_running() >= 2
-        assert cpu.threads() <= max(1, cpu.cores() - 2)
+        seen: list[int] = []
+        while len(seen) < 400 and max(seen, default=0) < 2:
+            seen.append(cpu.others_running())
+        assert max(seen) >= 2, f"looked {len(seen)} times, saw {sorted(set(seen))} others"
+        monkeypatch.setattr(cpu, "others_running", lambda: max(seen))
+        assert cpu.threads() == max(1, cpu.cores() - max(seen))
     finally:
         for hog in hogs:
             hog.kill()
