@@ -25,6 +25,8 @@ from loom_sim.store.run_file import read_run
 from tests.test_scoring import fixed_answer, make_run
 from tests.test_scoring_schedule import FENCE_END, LatencyJudgeHub
 
+ROOT = Path(__file__).resolve().parent.parent
+
 SCHEMA = {
     "type": "object",
     "properties": {"score": {"type": "integer"}, "reason": {"type": "string"}},
@@ -302,3 +304,19 @@ def test_a_persona_rebuilt_before_its_model_loads_cuts_its_past_by_exact_counts(
         exact.append(message, client.count_tokens(message.content))
     _, cut = exact.fit(ChatMessage("system", ""), 0, [], 0, 1500)
     assert said.cut_turns == cut > 0
+
+
+def test_the_readme_jobs_judge_window_moves_twice_in_its_12_turns():
+    """The README's example moves its judge window 3 turns at a time, so the embedded judge
+    rereads the window at 2 of its 12 turns, not at each of the last 6 (docs/scoring.md)."""
+    from loom_sim.config import load_config
+    from loom_sim.rollout.scoring.plan import window_start
+
+    interaction = load_config(ROOT / "configs" / "examples" / "mania_patient.yaml").interaction
+    starts = [
+        window_start(index, interaction.judge_window, interaction.judge_window_step or 1)
+        for index in range(12)
+    ]
+    assert starts == [0] * 6 + [3] * 3 + [6] * 3
+    # once the run is longer than the window, each holds 4 to 6 turns
+    assert [index - start + 1 for index, start in enumerate(starts)][6:] == [4, 5, 6] * 2
