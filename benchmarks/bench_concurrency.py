@@ -57,7 +57,7 @@ from loom_sim.rollout.runtime.cells import execute
 from loom_sim.rollout.runtime.progress import NullProgress
 from loom_sim.rollout.runtime.run import RunOptions, make_hub, plan_run, write_plan
 from loom_sim.signals import embedding
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 TURNS = 10
 LATENCY = 0.1

@@ -36,7 +36,7 @@ from loom_sim.executors.ray_executor import RayExecutor
 from loom_sim.rollout.runtime.cells import plan_cells
 from loom_sim.rollout.runtime.progress import NullProgress
 from loom_sim.rollout.runtime.run import RunOptions, make_hub, plan_run, write_plan
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 LATENCY = 0.1
 

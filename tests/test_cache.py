@@ -20,7 +20,7 @@ from loom_sim.errors import LoomError
 from loom_sim.models.base import ChatMessage, ModelRequest, ModelResponse, RetriesExhausted, Usage
 from loom_sim.models.cache import CachedClient, ResponseCache, cache_key, default_cache_path
 from loom_sim.models.hub import ModelHub
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).parent.parent
 MANIA = ROOT / "configs" / "examples" / "mania_patient.yaml"

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from loom_sim.rollout.machines.rollout import STATES
 
 from loom_sim.cli import cli
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).parent.parent
 MANIA = ROOT / "configs" / "examples" / "mania_patient.yaml"

@@ -241,7 +241,7 @@ def test_ctrl_c_says_where_the_messages_are_and_how_to_continue(tmp_path):
 
 
 def test_the_detector_goes_through_the_one_model_path_retrying_429_500_529(tmp_path):
-    from loom_sim.testing.fake_openai import FakeOpenAIServer
+    from loom_sim.testing.fake_server import FakeOpenAIServer
 
     out = tmp_path / "d"
     with FakeOpenAIServer(fault_sequence="429,500,529") as server:

@@ -36,7 +36,7 @@ from loom_sim.messages import WindowTurn
 from loom_sim.models.scripted import ScriptedClient
 from loom_sim.plugins.outcomes import DEFAULT_FAILURE_PATTERN
 from loom_sim.seeds import SeedSource
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 from tests.harness_support import ROOT, lines, plan, run_plan
 
 SHIPPED = ROOT / "configs" / "packs" / "studio_benchmarks.json"

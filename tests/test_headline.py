@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from loom_sim.cli import cli
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 from loom_sim.web.app import create_app
 
 ROOT = Path(__file__).parent.parent

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 from tests.gated_server import GatedServer
 from tests.terminal import LOOM_SIM, Terminal
 

@@ -21,7 +21,7 @@ from loom_sim.errors import LoomError
 from loom_sim.seeds import derive_seed
 from loom_sim.store.matrix_file import MatrixRecord, arm_key, read_any, read_matrix
 from loom_sim.store.run_file import FORMAT_VERSION, RunRecord, migrate, read_run
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "configs" / "examples"

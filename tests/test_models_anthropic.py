@@ -9,7 +9,7 @@ import pytest
 
 from loom_sim.models import AnthropicClient, ChatMessage, ModelError, ModelRequest, RetryPolicy
 from loom_sim.models.anthropic import OPENING_USER_TURN, to_messages_api
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 SPEC = "anthropic/claude-sonnet-4-20250514"
 

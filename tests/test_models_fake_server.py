@@ -11,7 +11,8 @@ import urllib.request
 
 import pytest
 
-from loom_sim.testing.fake_openai import FakeOpenAIServer, example_for_schema
+from loom_sim.testing.fake_replies import example_for_schema
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 
 def post(url: str, payload: dict) -> tuple[int, dict]:

@@ -22,7 +22,7 @@ from loom_sim.models import (
     ScriptedClient,
     parse_spec,
 )
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 SECRET = "sk-hub-secret-abcdef0123456789"
 REQUEST = ModelRequest(messages=[ChatMessage("user", "hi")], max_tokens=16)

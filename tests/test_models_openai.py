@@ -20,7 +20,7 @@ from loom_sim.models import (
 )
 from loom_sim.models._http import HTTPPool
 from loom_sim.models.pricing import PriceTable
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 SCHEMA = {
     "type": "object",

@@ -13,7 +13,7 @@ from probe_support import FACTUAL, MORAL, log_lines
 
 from loom_sim.cli import cli
 from loom_sim.models.scripted import SCRIPTS
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 STAND_INS = ["--target", "scripted/probe-target", "--judge-model", "scripted/probe-judge"]
 SECRET = "sk-probe-test-secret-0123456789"

@@ -24,7 +24,7 @@ from loom_sim.probe.stand_ins import StandInTarget
 from loom_sim.seeds import derive_seed
 from loom_sim.strategies.classifier import CATEGORIES
 from loom_sim.strategies.policies import ADAPTIVE_MAPPING, STRATEGIES
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 RECORD_FIELDS = {
     "run_id",

@@ -22,7 +22,7 @@ from loom_sim.executors.coordinator import Coordinator
 from loom_sim.executors.fence import FENCE_FILE
 from loom_sim.executors.limiter import ClusterLimiter, ProviderLimits
 from loom_sim.store.matrix_file import read_matrix
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 
 @pytest.fixture(scope="module")

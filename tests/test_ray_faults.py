@@ -18,7 +18,7 @@ from workbench_runs import quick_config
 
 from loom_sim.executors.fence import FENCE_FILE
 from loom_sim.store.matrix_file import read_matrix
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 
 LOOM_SIM = Path(sys.executable).parent / "loom-sim"
 TURNS = 8

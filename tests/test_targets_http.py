@@ -15,7 +15,7 @@ from loom_sim.harness.targets import AdapterContext, TargetFatal, open_target
 from loom_sim.harness.targets.http import HttpSettings, parse_path, pluck
 from loom_sim.harness.targets.model import ModelSettings
 from loom_sim.models.scripted import ScriptedClient
-from loom_sim.testing.fake_openai import FakeOpenAIServer
+from loom_sim.testing.fake_server import FakeOpenAIServer
 from tests.servers import free_port
 
 

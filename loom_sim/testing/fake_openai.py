@@ -17,7 +17,8 @@ Run it::
 
 It prints ``LISTENING <port>`` on stdout and exits when its stdin reaches EOF (so it dies with
 the process that started it) or after ``--max-lifetime`` seconds. From Python use
-:class:`FakeOpenAIServer` as a context manager.
+:class:`~loom_sim.testing.fake_server.FakeOpenAIServer` as a context manager;
+what it says is in :mod:`~loom_sim.testing.fake_replies`.
 
 Endpoints: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
 ``GET /v1/models`` and ``GET /stats`` (counters as JSON, with the most completion requests
@@ -40,14 +41,12 @@ import contextlib
 import json
 import os
 import random
-import select
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections import Counter
 from typing import Any
+
+from loom_sim.testing.fake_replies import anthropic_message, openai_completion
 
 FAULT_KINDS = ("429", "500", "529", "stall", "malformed")
 _REASONS = {
@@ -61,70 +60,6 @@ _REASONS = {
     529: "Overloaded",
 }
 _MAX_HEADER_BYTES = 64 * 1024
-_ECHO_WORDS = 16
-
-
-# ─── the reply generator ────────────────────────────────────────────────────
-
-
-def _last_user_text(messages: list[dict[str, Any]]) -> str:
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):  # Anthropic content blocks
-                return " ".join(b.get("text", "") for b in content if isinstance(b, dict))
-    return ""
-
-
-def _reply_text(messages: list[dict[str, Any]], seed: Any = None) -> str:
-    words = _last_user_text(messages).split()
-    tag = f" ({seed})" if seed is not None else ""
-    return f"reply {len(messages)}{tag}: " + " ".join(words[:_ECHO_WORDS])
-
-
-def example_for_schema(schema: Any, text: str, n: int, depth: int = 0) -> Any:
-    """A small instance of ``schema`` (the common subset of JSON Schema models are given)."""
-    if not isinstance(schema, dict) or depth > 6:
-        return {"reply": text}
-    if schema.get("enum"):
-        return schema["enum"][0]
-    if "const" in schema:
-        return schema["const"]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            return example_for_schema(schema[key][0], text, n, depth + 1)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object" or (kind is None and "properties" in schema):
-        props = schema.get("properties") or {}
-        if not props:
-            return {"reply": text}
-        return {k: example_for_schema(v, text, n, depth + 1) for k, v in props.items()}
-    if kind == "array":
-        return [example_for_schema(schema.get("items", {}), text, n, depth + 1)]
-    if kind == "string":
-        return text
-    if kind == "integer":
-        return n
-    if kind == "number":
-        return n + 0.5
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    return {"reply": text}
-
-
-def _word_count(messages: list[dict[str, Any]], extra: str = "") -> int:
-    total = len(extra.split())
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            total += len(content.split())
-    return total
 
 
 # ─── the server ─────────────────────────────────────────────────────────────
@@ -336,7 +271,7 @@ class _Connection(asyncio.Protocol):
         elif fault == "malformed":
             self._send(_response(200, b'{"id": "x", "choices": [{"message": {"content": "tr'), True)
         elif anthropic:
-            self._send(_response(200, self._anthropic(payload, messages)), keep_alive)
+            self._send(_response(200, anthropic_message(payload, messages)), keep_alive)
             state.last_reply = time.monotonic()
         else:
             fmt = payload.get("response_format") or {}
@@ -362,65 +297,8 @@ class _Connection(asyncio.Protocol):
                 self._send(_response(400, err), keep_alive)
                 return
             seed = payload.get("seed") if state.seeded_replies else None
-            self._send(_response(200, self._openai(payload, messages, fmt, seed)), keep_alive)
+            self._send(_response(200, openai_completion(payload, messages, fmt, seed)), keep_alive)
             state.last_reply = time.monotonic()
-
-    @staticmethod
-    def _openai(
-        payload: dict[str, Any], messages: list[Any], fmt: dict[str, Any], seed: Any = None
-    ) -> bytes:
-        text = _reply_text(messages, seed)
-        if fmt.get("type") == "json_schema":
-            schema = (fmt.get("json_schema") or {}).get("schema")
-            content = json.dumps(example_for_schema(schema, text, len(messages)))
-        elif fmt.get("type") == "json_object":
-            content = json.dumps({"reply": text, "n": len(messages)})
-        else:
-            content = text
-        out = {
-            "id": f"chatcmpl-{len(messages)}",
-            "object": "chat.completion",
-            "model": payload.get("model", "fake"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": _word_count(messages),
-                "completion_tokens": len(content.split()),
-                "total_tokens": _word_count(messages) + len(content.split()),
-            },
-        }
-        return json.dumps(out).encode()
-
-    @staticmethod
-    def _anthropic(payload: dict[str, Any], messages: list[Any]) -> bytes:
-        text = _reply_text(messages)
-        system = payload.get("system") or ""
-        if isinstance(system, list):
-            system = " ".join(b.get("text", "") for b in system if isinstance(b, dict))
-        if "JSON" in system:
-            obj = json.dumps({"reply": text, "n": len(messages)})
-            content = f"Here is the object you asked for:\n```json\n{obj}\n```\nAnything else?"
-        else:
-            content = text
-        out = {
-            "id": f"msg_{len(messages)}",
-            "type": "message",
-            "role": "assistant",
-            "model": payload.get("model", "fake"),
-            "content": [{"type": "text", "text": content}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": _word_count(messages, system),
-                "output_tokens": len(content.split()),
-            },
-        }
-        return json.dumps(out).encode()
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -503,110 +381,6 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args))
-
-
-# ─── the in-process handle ──────────────────────────────────────────────────
-
-
-class FakeOpenAIServer:
-    """Starts the fake server in a subprocess; ``with FakeOpenAIServer(latency=0.1) as s:``.
-
-    Options mirror the command line: ``latency``, ``fault_rate``, ``faults`` (iterable or
-    comma string), ``fault_sequence``, ``seed``, ``retry_after``, ``reject_json_schema``,
-    ``require_key``, ``context_tokens``, ``keepalive_timeout``, ``seeded_replies``,
-    ``max_lifetime``.
-    """
-
-    def __init__(self, **options: Any) -> None:
-        known = {a.dest for a in build_parser()._actions} - {"help", "port", "ignore_stdin"}
-        unknown = set(options) - known
-        if unknown:
-            raise TypeError(f"unknown FakeOpenAIServer options: {', '.join(sorted(unknown))}")
-        self.options = options
-        self.port: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        if self.port is None:
-            raise RuntimeError("the fake server is not running")
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-style base URL (with ``/v1``)."""
-        return self.url + "/v1"
-
-    @property
-    def anthropic_base_url(self) -> str:
-        """The Anthropic-style base URL (without ``/v1``, like ``ANTHROPIC_BASE_URL``)."""
-        return self.url
-
-    def _argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "loom_sim.testing.fake_openai", "--port", "0"]
-        for name, value in self.options.items():
-            if value is None or value is False:
-                continue
-            flag = "--" + name.replace("_", "-")
-            if value is True:
-                argv.append(flag)
-            elif isinstance(value, list | tuple | set | frozenset):
-                argv += [flag, ",".join(str(v) for v in value)]
-            else:
-                argv += [flag, str(value)]
-        return argv
-
-    def start(self, timeout: float = 15.0) -> FakeOpenAIServer:
-        env = dict(os.environ)
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        self._proc = subprocess.Popen(
-            self._argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
-        )
-        assert self._proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        line = b""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self._proc.stdout], [], [], 0.1)
-            if ready:
-                line = self._proc.stdout.readline()
-                break
-            if self._proc.poll() is not None:
-                break
-        if not line.startswith(b"LISTENING "):
-            self.stop()
-            raise RuntimeError(f"the fake server did not start (said {line!r})")
-        self.port = int(line.split()[1])
-        return self
-
-    def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.url + "/stats", timeout=5) as reply:
-            return json.loads(reply.read())
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        with contextlib.suppress(Exception):
-            assert proc.stdin is not None
-            proc.stdin.close()  # EOF: the server exits on its own
-        try:
-            proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 if __name__ == "__main__":
