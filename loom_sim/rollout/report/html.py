@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 
 from loom_sim.core.html import html_environment
 from loom_sim.rollout.report.faults import faults_html
-from loom_sim.rollout.report.markdown import (
+from loom_sim.rollout.report.formatting import (
     event_text,
     excerpt,
     fmt,
