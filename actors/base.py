@@ -75,6 +75,7 @@ class ActorContext:
     settings: Any = None  # a responder's settings, as recorded in run.json
     judge: JudgeLine | None = None  # how to ask the owner's judge actor
     max_tokens: int | None = None  # a cap on replies below the config's (scoring's Q&A)
+    grammar: str | None = None  # the shape of the persona's replies (scoring's Q&A: 1-2 sentences)
     embedder: Embedder | None = None  # the run's embedding service (the monitor's vectors)
 
     @property

@@ -27,6 +27,7 @@ class Generation:
     max_tokens: int
     temperature: float
     budget_tokens: int | None = None  # history budget; None: context window minus the reply
+    grammar: str | None = None  # a shape to sample under (models that can; others ignore it)
 
 
 # Per-message overhead of chat formats (role markers, separators), in tokens.

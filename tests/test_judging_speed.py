@@ -19,6 +19,7 @@ from loom_sim.models.base import ChatMessage, ModelRequest, ModelResponse, Usage
 from loom_sim.models.local import EMBEDDED_JSON_SLACK, EMBEDDED_MAX_TOKENS, LocalLlamaClient
 from loom_sim.models.scripted import ScriptedClient
 from loom_sim.rollout.scoring.engine import RolloutScorer, ScoreOptions, ScoreSummary
+from loom_sim.rollout.scoring.plan import QA_GRAMMAR
 from loom_sim.seeds import SeedSource
 from loom_sim.store.artifacts import RolloutFiles, rollout_dir
 from loom_sim.store.run_file import read_run
@@ -254,11 +255,13 @@ def test_the_last_probe_is_put_to_an_in_process_persona_first(tmp_path: Path):
     run_file.write_text(json.dumps(run))
     hub = LocalJudgeHub()
     asked: list[int] = []
+    shapes: list[str | None] = []
 
     def persona(request: ModelRequest) -> str:
         if request.json_schema is not None:
             return fixed_answer(request)
         asked.append(len(request.messages))  # the longer the history, the later the turn
+        shapes.append(request.grammar)
         return "I'm Marcus."
 
     hub.responder = persona
@@ -270,6 +273,7 @@ def test_the_last_probe_is_put_to_an_in_process_persona_first(tmp_path: Path):
     trio.run(scorer.run, ScoreSummary())
     assert len(asked) == 3 * 4  # probes at the first, middle and last turn; four questions
     assert asked[:4] == [max(asked)] * 4 and asked[4:8] == [min(asked)] * 4
+    assert shapes == [QA_GRAMMAR] * 12  # "one or two sentences", by construction
     answers = [
         t["scores"]["consistency"]["details"].get("qa_answers")
         for t in json.loads(files.transcript_path.read_text())["turns"]

@@ -183,7 +183,9 @@ def _turn_windows(run_dir) -> list[list[int]]:
 def test_the_judge_reads_the_last_window_turns_by_default(tmp_path):
     """A 9-turn run with judge_window 4 and no step set: every turn rubric shows the judge the
     last 4 turns (all of them, before the fourth)."""
-    shown = _turn_windows(make_run(tmp_path, turns=9))
+    run_dir = make_run(tmp_path, turns=9)
+    _judge_window_step(run_dir, None)  # the example's config sets one
+    shown = _turn_windows(run_dir)
     assert [turns[0] for turns in shown] == [0, 0, 0, 0, 1, 2, 3, 4, 5]
     assert [len(turns) for turns in shown] == [1, 2, 3, 4, 4, 4, 4, 4, 4]
 

@@ -60,7 +60,12 @@ class PersonaActor(Actor):
             max_tokens = min(max_tokens, context.max_tokens)
         return cls(
             context.model("persona"),
-            Generation(max_tokens, conversation.temperature, conversation.history_budget_tokens),
+            Generation(
+                max_tokens,
+                conversation.temperature,
+                conversation.history_budget_tokens,
+                grammar=context.grammar,
+            ),
             context.seeds,
             opening=context.opening,
             scaffolding=context.scaffolding,
@@ -105,6 +110,7 @@ class PersonaActor(Actor):
                 max_tokens=generation.max_tokens,
                 temperature=generation.temperature,
                 seed=self._seeds.for_call(self.role, request.turn, request.attempt),
+                grammar=generation.grammar,
             )
         )
         text = response.text.strip()

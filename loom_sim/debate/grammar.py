@@ -15,24 +15,10 @@ grammar ignore it: the checks are the same for every model.
 from __future__ import annotations
 
 from loom_sim.debate.checks import Shape
+from loom_sim.models.prose import MAX_WORDS, MIN_WORDS, PIECES, prose_grammar
 
 __all__ = ["prose_grammar", "shape_grammar"]
 
-#: A word: letters (with an apostrophe or a hyphen), or a number; a quote or a bracket around
-#: it, a comma or a colon after. No sentence end (. ! ?), no line break, no list marker, and
-#: bounded, so that a run of digits cannot eat the reply's tokens.
-_PIECES = [
-    "alpha ::= [a-zA-Z'’-]",
-    'num ::= "$"? [0-9]{1,4} ("," [0-9]{3})? "%"?',
-    'word ::= ["“(]? (alpha{1,16} | num) [,;:)"”]?',
-    'first ::= ["“]? [A-Z] alpha{0,15} [,;:"”]?',
-]
-
-#: Fewest words of a sentence: a sentence of two words ("How to edit:") is not a contribution.
-MIN_WORDS = 4
-#: Most words of one sentence, whatever the shape allows: a longer one runs into the reply's
-#: token cap and is cut without its end.
-MAX_WORDS = 40
 #: Most words of a whole message: what fits the embedded model's reply cap (128 tokens), so the
 #: last sentence is never cut without its end.
 BUDGET_WORDS = 80
@@ -45,7 +31,7 @@ def shape_grammar(shape: Shape) -> str:
     more = per_sentence - 1  # words after the first
     asking = shape.question == "required"
     plain_end = "[.!]" if shape.question != "any" else "[.!?]"
-    rules = [*_PIECES, f'words ::= first (" " word){{{MIN_WORDS - 1},{more}}}']
+    rules = [*PIECES, f'words ::= first (" " word){{{MIN_WORDS - 1},{more}}}']
     if shape.specific:
         # a number, or a capitalised name after the first word (what the check looks for)
         rules.append("named ::= num | [A-Z] [a-z]{2,15}")
@@ -64,18 +50,3 @@ def shape_grammar(shape: Shape) -> str:
     else:
         root = f'(stmt " "){{{least - 1},{most - 1}}} last'
     return "\n".join([f"root ::= {root}", *rules]) + "\n"
-
-
-def prose_grammar(sentences: tuple[int, int]) -> str:
-    """The grammar of plain prose of ``sentences`` (fewest, most) statements: what a contract's
-    fields are (a persona's personality, bias, …). No line breaks, headers, list items or
-    angle brackets — so no markdown and no copy of the prompt's fence marker around the corpus,
-    which is what the embedded model otherwise writes back."""
-    least, most = sentences
-    rules = [
-        f'root ::= stmt (" " stmt){{{least - 1},{most - 1}}}',
-        *_PIECES,
-        f'words ::= first (" " word){{{MIN_WORDS - 1},{MAX_WORDS - 1}}}',
-        "stmt ::= words [.!]",
-    ]
-    return "\n".join(rules) + "\n"

@@ -12,10 +12,15 @@ from pathlib import Path
 from loom_sim.config import LoomConfig
 from loom_sim.config.spec import ScorerSettings
 from loom_sim.errors import LoomError
+from loom_sim.models.prose import prose_grammar
 from loom_sim.plugins.scorers import SCORERS, ScorerInfo
 from loom_sim.rollout.scoring.base import Scorer
 
 QA_MAX_TOKENS = 64  # "one or two sentences": the persona's answers to Q&A probes are short
+#: The persona's answers to Q&A probes, asked for "in one or two sentences", are written as that
+#: by a model that can constrain its sampling (the embedded one): two sentences of at most 20
+#: words fit the 64 tokens, so an answer ends at its sentence's end, not mid-word at the cap.
+QA_GRAMMAR = prose_grammar((1, 2), max_words=20)
 SCORE_TRACE = "score_trace.jsonl"
 
 

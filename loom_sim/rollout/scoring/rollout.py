@@ -29,6 +29,7 @@ from loom_sim.models.providers import PROVIDERS, Sharing
 from loom_sim.rollout.scoring.aggregate import summarise
 from loom_sim.rollout.scoring.base import TurnView
 from loom_sim.rollout.scoring.plan import (
+    QA_GRAMMAR,
     QA_MAX_TOKENS,
     SCORE_TRACE,
     Enabled,
@@ -360,6 +361,7 @@ class RolloutScorer:
             scaffolding=scaffolding.render() if scaffolding is not None else "",
             records=records[: index + 1],
             max_tokens=QA_MAX_TOKENS,
+            grammar=QA_GRAMMAR,
         )
         name = f"persona@{record.turn}"
         post.spawn(nursery, build("persona", context), name=name)
