@@ -37,17 +37,27 @@ LOOKS = 3
 
 def threads() -> int:
     """``LOOM_SIM_THREADS`` if set, else the cores this process may run on less the other
-    tasks running now (at least 1)."""
-    given = os.environ.get(THREADS_ENV, "").strip()
-    if given:
-        try:
-            count = int(given)
-        except ValueError:
-            count = 0
-        if count < 1:
-            raise LoomError(f"{THREADS_ENV}={given!r}: give a whole number of threads, 1 or more")
-        return count
+    tasks running now (at least 1). Looks at the machine (a few milliseconds, blocking): call
+    it when a model loads, not per call or per rollout."""
+    given = setting()
+    if given is not None:
+        return given
     return max(1, cores() - others_running())
+
+
+def setting() -> int | None:
+    """``LOOM_SIM_THREADS`` as a number of threads, None if unset; a bad value is a
+    :class:`LoomError` saying what to give. Cheap: what a run checks before it starts."""
+    given = os.environ.get(THREADS_ENV, "").strip()
+    if not given:
+        return None
+    try:
+        count = int(given)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise LoomError(f"{THREADS_ENV}={given!r}: give a whole number of threads, 1 or more")
+    return count
 
 
 def cores() -> int:

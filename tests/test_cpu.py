@@ -98,3 +98,20 @@ def test_a_bad_setting_is_said_before_a_run_starts(monkeypatch):
     monkeypatch.setenv(cpu.THREADS_ENV, "lots")
     with pytest.raises(LoomError, match="LOOM_SIM_THREADS='lots'"):
         ModelHub().check("local/smollm2")
+
+
+def test_checking_a_local_model_does_not_look_at_the_machine(monkeypatch):
+    """A run checks every rollout's models before it starts (256 rollouts: 256 checks, on the
+    event loop); looking at the machine takes milliseconds of sleeps, and is for when a model
+    loads."""
+    from loom_sim.models.hub import ModelHub
+
+    def looked() -> int:
+        raise AssertionError("the check looked at the running tasks")
+
+    monkeypatch.delenv(cpu.THREADS_ENV, raising=False)
+    monkeypatch.setattr(cpu, "others_running", looked)
+    ModelHub().check("local/smollm2")
+    monkeypatch.setenv(cpu.THREADS_ENV, "2")
+    ModelHub().check("local/smollm2")
+    assert cpu.setting() == 2

@@ -111,7 +111,8 @@ def _check_local(spec: str, name: str) -> None:
     from loom_sim.models.local import resolve_local_path
 
     resolve_local_path(spec)
-    cpu.threads()  # a bad LOOM_SIM_THREADS is said before the run starts
+    cpu.setting()  # a bad LOOM_SIM_THREADS is said before the run starts (not the machine's
+    # load: that is looked at when the model loads, and a run checks each rollout's models)
 
 
 @provider(
