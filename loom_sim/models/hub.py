@@ -121,6 +121,7 @@ class ModelHub:
         self._limiters: dict[str, CallLimiter] = dict(limiters or {})
         self._pools: dict[tuple[str, str, int], HTTPPool] = {}
         self._clients: dict[tuple[str, int, str], ModelClient] = {}
+        self._checked: dict[str, ModelSpec] = {}  # a spec is checked once per hub
         self._closed = False
         self.cache = cache  # replies of cacheable providers are stored and reused (--cache)
 
@@ -147,7 +148,12 @@ class ModelHub:
         return (given or env or provider.default_base_url).rstrip("/")
 
     def check(self, spec: str) -> ModelSpec:
-        """Validate ``spec`` so that a run fails before its first call, not during it."""
+        """Validate ``spec`` so that a run fails before its first call, not during it. Once per
+        spec: what it reads (the environment, the model file) is the hub's for its run, and a
+        run of 256 rollouts asks for each rollout's clients."""
+        checked = self._checked.get(spec)
+        if checked is not None:
+            return checked
         parsed = parse_spec(spec)
         provider = PROVIDERS.get(parsed.provider)
         if provider.check is not None:
@@ -159,6 +165,7 @@ class ModelHub:
             key = self._env.get(provider.key_env) if provider.key_env else None
             if base_url == default and provider.key_env and not key:
                 raise MissingAPIKey(f"{spec} needs an API key: set {provider.key_env}")
+        self._checked[spec] = parsed
         return parsed
 
     # ── clients ──
