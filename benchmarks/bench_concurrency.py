@@ -34,6 +34,17 @@ stall at 64 and 256, peak RSS):
 | monitors as shipped | 0.98 / 0.94 / 0.82 / 0.49 | 4.5 / 37 | 287 |
 | monitors off | 0.96 / 0.92 / 0.83 / 0.50 | 4.1 / 32 | 104 |
 
+Then (quiet, load 0.9-1.8, median of 3, monitors as shipped; K = 1/16/64/256), before (main at
+ccf5ed5, the instrument always on) and after: a run no longer looks at the machine's load for
+each rollout's local judge (two 5 ms sleeps on the event loop per rollout: 2.7 s of a K = 256
+run, before its first request), and the instrument is opt-in:
+
+| | efficiency | wall s at 256 | CPU ms/call at 256 |
+| --- | --- | --- | --- |
+| before, instrument on | 0.98 / 0.93 / 0.84 / 0.58 | 6.72 | 0.752 |
+| after, --stalls | 0.98 / 0.93 / 0.84 / 0.58 | 3.96 | 0.730 |
+| after | 0.98 / 0.94 / 0.84 / 0.69 | 3.23 | 0.583 |
+
 Before the run collected its garbage ahead of ``gc.freeze()``, unfroze at its end and raised
 the collector's thresholds, monitors off, K = 64/256 at the same minute: 0.83 / 0.45, stalls
 3.3 / 85 ms, peak RSS 175 MiB (frozen garbage of the earlier runs in the process).
