@@ -54,6 +54,7 @@ from loom_sim.models.gguf import (
 )
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.llama_json import most_sampled, plan_answer, write_answer
+from loom_sim.models.llama_states import PromptStates
 from loom_sim.models.openai import schema_instruction
 
 __all__ = ["EMBEDDED_GGUF", "LocalLlamaClient", "embedded_model_path", "resolve_local_path"]
@@ -69,6 +70,13 @@ DEFAULT_N_CTX = 4096
 EMBEDDED_MAX_TOKENS = 128
 EMBEDDED_TEXT_TOKENS = 48
 EMBEDDED_JSON_SLACK = 64
+
+#: The slots whose callers go back to earlier prompts, so they keep the prompt states they
+#: leave (:mod:`~loom_sim.models.llama_states`): the persona's — a re-prompted turn may return
+#: to the first attempt's prefix, and the Q&A probes ask the persona as it was at earlier
+#: turns once the rollout is over. Other roles only go forward; keeping theirs would copy
+#: caches nobody reads.
+REVISITED_SLOTS = frozenset({"persona"})
 
 
 # ─── the process-wide model cache ───────────────────────────────────────────
@@ -94,6 +102,7 @@ class _Loaded:
     thread_lock: threading.Lock = field(default_factory=threading.Lock)
 
     grammars: dict[str, Any] = field(default_factory=dict)  # GBNF text -> LlamaGrammar
+    states: PromptStates | None = None  # kept prompt states (REVISITED_SLOTS)
 
     def grammar(self, text: str) -> Any:
         """The parsed grammar of a request's GBNF text, parsed once per text (a debate asks
@@ -186,7 +195,8 @@ def _shared(path: Path, n_ctx: int, slot: str) -> _Loaded:
     with _CACHE_GUARD:
         loaded = _CACHE.get((path, slot))
         if loaded is None:  # the first client's n_ctx wins
-            loaded = _CACHE[(path, slot)] = _Loaded(path, n_ctx, slot)
+            states = PromptStates() if slot in REVISITED_SLOTS else None
+            loaded = _CACHE[(path, slot)] = _Loaded(path, n_ctx, slot, states=states)
         return loaded
 
 
@@ -293,6 +303,10 @@ class LocalLlamaClient:
         with model.thread_lock:
             llama = model.ensure_loaded(self.spec)
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
+            if model.states is not None:
+                prompt = model.chat_prompt(messages)
+                if prompt is not None:
+                    model.states.before(llama, prompt)
             cap = EMBEDDED_MAX_TOKENS
             keys = 0  # the schema's skeleton answer, in tokens: its room for keys
             if request.json_schema is not None:
