@@ -197,30 +197,34 @@ class _Writer:
         what it wrote, the grammar ends, or ``max_tokens``; the text it wrote."""
         from llama_cpp import LlamaGrammar, llama_vocab_is_eog
 
+        from loom_sim.models.llama_sampling import checking_first
+
         self.flush()
         llama = self.llama
         if self.sampling.get("seed") is not None:
             llama.set_seed(self.sampling["seed"])
         written = b""
         count = 0
-        for token in llama.generate(
-            list(self.tokens),
-            temp=self.sampling["temperature"],
-            top_k=40,
-            top_p=0.95,
-            min_p=0.05,
-            repeat_penalty=1.0,
-            grammar=LlamaGrammar.from_string(f"root ::= {grammar}", verbose=False),
-        ):
-            if llama_vocab_is_eog(llama._model.vocab, token):
-                break  # the grammar is complete (a model that can only end here must)
-            piece = llama.detokenize([token], prev_tokens=self.tokens)
-            self.tokens.append(token)
-            written += piece
-            count += 1
-            text = written.decode("utf-8", errors="ignore")
-            if count >= max_tokens or done(text):
-                break
+        # a value's draw checks the token the model chose first (see llama_sampling)
+        with checking_first(llama):
+            for token in llama.generate(
+                list(self.tokens),
+                temp=self.sampling["temperature"],
+                top_k=40,
+                top_p=0.95,
+                min_p=0.05,
+                repeat_penalty=1.0,
+                grammar=LlamaGrammar.from_string(f"root ::= {grammar}", verbose=False),
+            ):
+                if llama_vocab_is_eog(llama._model.vocab, token):
+                    break  # the grammar is complete (a model that can only end here must)
+                piece = llama.detokenize([token], prev_tokens=self.tokens)
+                self.tokens.append(token)
+                written += piece
+                count += 1
+                text = written.decode("utf-8", errors="ignore")
+                if count >= max_tokens or done(text):
+                    break
         self.rooms = [room - count for room in self.rooms]
         self.parts.append(written)
         return written.decode("utf-8", errors="ignore")

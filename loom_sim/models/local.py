@@ -118,7 +118,9 @@ class _Loaded:
         """Load the model (call in a worker thread, under ``thread_lock``)."""
         if self.llama is None:
             try:
-                from llama_cpp import Llama
+                from loom_sim.models.llama_sampling import check_first_llama
+
+                Llama = check_first_llama()
             except ImportError:
                 raise ModelError(
                     f"{spec} needs llama-cpp-python, which is not installed; "
