@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import Generic, TypeVar
 
 from transitions import Machine as _TransitionsMachine
-from transitions import MachineError as _TransitionsError
 
 from loom_sim.errors import LoomError
 from loom_sim.plugins import Plugin, Registry
@@ -95,7 +94,13 @@ class _Model:
 
 
 class Machine(Generic[T]):
-    """A typed adapter over ``transitions``: one method, :meth:`fire`, no generated ones."""
+    """A typed adapter over ``transitions``: one method, :meth:`fire`, no generated ones.
+
+    ``transitions`` checks the table when the machine is made (every state named exists) and
+    holds the state. Firing looks the destination up in the table itself: the machines use no
+    conditions or callbacks, which is all ``transitions``' event machinery would add, at ~35 us
+    a fire (13,000 fires in a run of 256 rollouts of 10 turns, ~5 % of its CPU).
+    """
 
     def __init__(self, spec: MachineSpec[T], initial: str | None = None):
         self.spec = spec
@@ -111,6 +116,7 @@ class Machine(Generic[T]):
             auto_transitions=False,
             ignore_invalid_triggers=False,
         )
+        self._dest = {(src, t.trigger.value): t.dest for t in spec.table for src in t.source}
 
     @property
     def state(self) -> str:
@@ -122,14 +128,14 @@ class Machine(Generic[T]):
 
     def fire(self, trigger: T) -> str:
         """Take the transition ``trigger`` names from the current state; the new state."""
-        before = self.state
-        try:
-            self._machine.events[trigger.value].trigger(self._model)
-        except (_TransitionsError, KeyError):
+        before = self._model.state
+        dest = self._dest.get((before, trigger.value))
+        if dest is None:
             raise MachineError(
                 f"{self.spec.name} machine: {trigger.value!r} is not a way out of {before!r}"
-            ) from None
-        return self.state
+            )
+        self._model.state = dest  # what ``transitions``' set_state does for one model
+        return dest
 
 
 Handler = Callable[[], Awaitable[T]]
