@@ -64,6 +64,8 @@ class TemplateSet:
                 lstrip_blocks=True,
                 keep_trailing_newline=False,
                 autoescape=False,
+                # package data, unchanged while a run lasts: not stat()ed twice per render
+                auto_reload=False,
             )
             env.filters["oneline"] = _oneline
             env.filters["flat"] = _flat

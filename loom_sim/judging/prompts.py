@@ -45,6 +45,8 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        # package data, unchanged while a run lasts: not stat()ed twice per render
+        auto_reload=False,
     )
 
 
