@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 import trio
 
 from loom_sim.config.spec import LoomConfig
+from loom_sim.core.reply import ReplySlot
 from loom_sim.errors import LoomError
 from loom_sim.messages import (
     Body,
@@ -46,8 +47,10 @@ if TYPE_CHECKING:
 
 R = TypeVar("R", bound=Body)
 Reply = Body | Exception
-# (envelope, where to send the reply, or None for a tell)
-Delivery = tuple[Envelope, "trio.MemorySendChannel[Reply] | None"]
+
+
+# (envelope, where the reply goes, or None for a tell)
+Delivery = tuple[Envelope, ReplySlot[Reply] | None]
 JudgeLine = Callable[[Judge], Awaitable[Judgement]]  # how an actor asks its owner's judge
 
 
@@ -162,13 +165,13 @@ class Post:
         """Send ``body`` to the actor named ``recipient`` and wait for its reply, whose type
         the request names; an exception its handler raised is raised here, as itself."""
         inbox = self._inboxes[recipient]
-        reply_send, reply_receive = trio.open_memory_channel[Reply](1)
+        slot = ReplySlot[Reply]()
         envelope = self._envelope(sender, recipient, turn, body, None)
         try:  # no needless trip through the scheduler: the reply's wait yields anyway
-            inbox.send_nowait((envelope, reply_send))
+            inbox.send_nowait((envelope, slot))
         except trio.WouldBlock:
-            await inbox.send((envelope, reply_send))
-        result = await reply_receive.receive()
+            await inbox.send((envelope, slot))
+        result = await slot.receive()
         if isinstance(result, Exception):
             failure = Failure(recipient, str(result) or type(result).__name__, _kind(result))
             self._envelope(recipient, sender, turn, failure, envelope.id)

@@ -39,6 +39,7 @@ import trio
 
 from loom_sim.config.spec import EmbeddingBackend as BackendName
 from loom_sim.config.spec import LoomConfig
+from loom_sim.core.reply import ReplySlot
 from loom_sim.messages import Embed, Embeddings, Prefetch
 from loom_sim.signals.embedding import Backend, EmbeddingBackend, TfidfBackend, load_backend
 
@@ -47,7 +48,7 @@ MAX_BATCH = 64  # texts per model call
 QUEUE = 4096  # requests and prefetches waiting; a prefetch that finds it full is dropped
 
 Reply = Embeddings | Exception
-Delivery = tuple[Embed | Prefetch, "trio.MemorySendChannel[Reply] | None"]
+Delivery = tuple[Embed | Prefetch, "ReplySlot[Reply] | None"]
 Loader = Callable[[str], Backend]
 
 
@@ -77,12 +78,12 @@ class Embedder:
 
     async def request(self, body: Embed) -> Embeddings:
         """The vectors of ``body.texts``; a failure in the service is raised here."""
-        reply_send, reply_receive = trio.open_memory_channel[Reply](1)
+        slot = ReplySlot[Reply]()
         try:
-            await self._inbox.send((body, reply_send))
+            await self._inbox.send((body, slot))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise EmbeddingFailed("the run's embedding service has stopped") from None
-        result = await reply_receive.receive()
+        result = await slot.receive()
         if isinstance(result, Exception):
             raise result
         return result
@@ -140,7 +141,7 @@ class EmbeddingService:
         self._load_backend = load or load_backend
         self._backend: Backend | None = None
         self._loaded = trio.Event()
-        self._waiting: deque[tuple[list[str], trio.MemorySendChannel[Reply]]] = deque()
+        self._waiting: deque[tuple[list[str], ReplySlot[Reply]]] = deque()
         self._background: deque[list[str]] = deque()
         self._closed = False
         self.stats = ServiceStats()
@@ -203,7 +204,7 @@ class EmbeddingService:
     async def _answer(self) -> None:
         """One model call: the waiting requests first, then prefetches, up to ``max_batch``
         texts (a single larger request goes whole)."""
-        requests: list[tuple[list[str], trio.MemorySendChannel[Reply]]] = []
+        requests: list[tuple[list[str], ReplySlot[Reply]]] = []
         texts: list[str] = []
 
         def fits(more: list[str]) -> bool:
@@ -270,8 +271,5 @@ class EmbeddingService:
         self._loaded.set()
 
 
-def _send(reply: trio.MemorySendChannel[Reply], result: Reply) -> None:
-    try:
-        reply.send_nowait(result)
-    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
-        pass  # the requester was cancelled (its rollout ended): nobody is waiting
+def _send(reply: ReplySlot[Reply], result: Reply) -> None:
+    reply.send_nowait(result)  # a cancelled requester's slot takes it unread

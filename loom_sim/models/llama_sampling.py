@@ -76,7 +76,7 @@ def check_first_llama() -> type:
     from llama_cpp import Llama
     from llama_cpp import _internals as internals
 
-    class CheckFirstLlama(Llama):  # type: ignore[misc]
+    class CheckFirstLlama(Llama):
         check_first = False  # on only inside ``checking_first``
 
         def _init_sampler(self, *args: Any, **kwargs: Any) -> Any:
