@@ -187,9 +187,12 @@ class Post:
 
     async def tell(self, recipient: str, body: Tell, *, turn: int, sender: str = "rollout") -> None:
         """Send ``body`` without waiting for an answer (the actor handles it in order)."""
-        await self._inboxes[recipient].send(
-            (self._envelope(sender, recipient, turn, body, None), None)
-        )
+        inbox = self._inboxes[recipient]
+        delivery = (self._envelope(sender, recipient, turn, body, None), None)
+        try:  # a tell into a queue with room needs no trip through the scheduler
+            inbox.send_nowait(delivery)
+        except trio.WouldBlock:
+            await inbox.send(delivery)
 
     def asker(self, sender: str) -> JudgeLine:
         """How the actor named ``sender`` asks this post's judge (its requests are traced like

@@ -37,6 +37,7 @@ import httpx
 import trio
 
 from loom_sim.models.base import CallLimiter, ModelError, ModelResponse, Usage
+from loom_sim.models.deadline_stream import DeadlineBackend
 from loom_sim.models.endpoints import Endpoint
 from loom_sim.models.pricing import PriceTable
 from loom_sim.models.reply_limits import (
@@ -159,6 +160,7 @@ class HTTPPool:
         self._origin = httpcore.Origin(url.raw_scheme, url.raw_host, url.port or 80)
         self._idle: list[httpcore.AsyncHTTPConnection] = []
         self._closed = False
+        self._backend = DeadlineBackend()  # each call has its deadline (post): no per-read ones
 
     def __repr__(self) -> str:
         return f"HTTPPool(max_connections={self.max_connections}, fast={self.fast})"
@@ -277,7 +279,9 @@ class HTTPPool:
             if conn.is_idle() and not conn.has_expired():
                 return conn
             await conn.aclose()
-        return httpcore.AsyncHTTPConnection(self._origin, keepalive_expiry=_KEEPALIVE_S)
+        return httpcore.AsyncHTTPConnection(
+            self._origin, keepalive_expiry=_KEEPALIVE_S, network_backend=self._backend
+        )
 
     async def aclose(self) -> None:
         self._closed = True
