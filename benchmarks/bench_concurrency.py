@@ -45,6 +45,24 @@ run, before its first request), and the instrument is opt-in:
 | after, --stalls | 0.98 / 0.93 / 0.84 / 0.58 | 3.96 | 0.730 |
 | after | 0.98 / 0.94 / 0.84 / 0.69 | 3.23 | 0.583 |
 
+Then (quiet, load 0.5-0.7, median of 3, monitors as shipped; K = 1/16/64/256, two runs each,
+taken alternately), before (737dcc1) and after: the persona machine fires by table lookup, not
+through ``transitions``' event machinery; a request's reply goes through a one-shot slot, not a
+memory channel pair; a tell into a queue with room skips the scheduler; the fast HTTP path has
+no per-read timeout scopes; jinja2 no longer stats its templates per render:
+
+| | efficiency | CPU ms/call at 256 |
+| --- | --- | --- |
+| before, run 1 | 0.98 / 0.93 / 0.87 / 0.66 | 0.587 |
+| after, run 1 | 0.98 / 0.93 / 0.81 / 0.61 | 0.602 |
+| before, run 2 | 0.98 / 0.92 / 0.84 / 0.65 | 0.625 |
+| after, run 2 | 0.98 / 0.94 / 0.86 / 0.68 | 0.492 |
+
+This machine's speed drifted by more than the change within these minutes (the same code gave
+0.70 at K = 256 an hour earlier); A/B pairs of K = 256 alone, alternated, put the CPU per call
+4-20 % lower after each change (8 of 8 pairs for the HTTP and tell changes), the efficiency
+within the noise. CPU per call counts the embedding model's load, which each run repeats.
+
 Before the run collected its garbage ahead of ``gc.freeze()``, unfroze at its end and raised
 the collector's thresholds, monitors off, K = 64/256 at the same minute: 0.83 / 0.45, stalls
 3.3 / 85 ms, peak RSS 175 MiB (frozen garbage of the earlier runs in the process).
