@@ -23,12 +23,16 @@ Seconds, the job (rollout + the rest); peak RSS of a run:
 | 1 | 148.6 (85.0 + 63.6) | 141.4 (87.8 + 53.6) |
 | 2 | 128.4 (66.1 + 62.3) | 128.7 (77.8 + 50.9) |
 | 3 | 126.6 (74.9 + 51.7) | 103.4 (63.9 + 39.5) |
-| median | 128.4 (74.9 + 62.3) | 128.7 (77.8 + 50.9) |
-| peak RSS | 1,956 MiB | 2,487 MiB |
+| median of 1-3 | 128.4 (74.9 + 62.3) | 128.7 (77.8 + 50.9) |
+| 4 | 130.6 (72.4 + 58.0) | 114.8 (67.0 + 47.8) |
+| 5 | 124.0 (74.2 + 49.8) | 114.2 (70.2 + 44.0) |
+| median of 1-5 | 128.4 (74.2 + 58.0) | 114.8 (70.2 + 47.8) |
+| peak RSS | 1,956-2,004 MiB | 2,486-2,487 MiB |
 
-Scoring's median fell 62.3 -> 50.9 s. The rollouts are not the same conversations before and
-after: the monitor asks the judge to confirm a revelation, and that answer's draw changed, so
-a re-prompt or a history cut can fall elsewhere; the rollout's time follows them (64-88 s).
+Scoring's median fell 62.3 -> 50.9 s (seeds 1-3), 58.0 -> 47.8 s (seeds 1-5). The rollouts
+are not the same conversations before and after: the monitor asks the judge to confirm a
+revelation, and that answer's draw changed, so a re-prompt or a history cut can fall elsewhere;
+the rollout's time follows them (64-88 s).
 The peak memory holds the persona's kept states (at most 512 MB).
 """
 
