@@ -12,7 +12,7 @@ The embedded model's replies depend on the seed, and so does how often a persona
 re-prompted or its history cut: compare the same seeds, on a quiet machine (the load average
 is printed with the figures).
 
-Figures (2-core machine, quiet, load average 1.8-1.9, seeds 1, 2, 3). Before: 737dcc1. After:
+Figures (2-core machine, quiet, load average 1.8-1.9, seeds 1-5). Before: 737dcc1. After:
 the persona's slot keeps the prompt states it leaves (models/llama_states.py) and a JSON
 answer's values are sampled checking the chosen token first (models/llama_sampling.py):
 
