@@ -220,7 +220,7 @@ class EmbeddingService:
         if not isinstance(backend, EmbeddingBackend):  # the model could not be loaded
             name = backend.name if backend is not None else "tfidf"
             for _, reply in requests:
-                _send(reply, Embeddings(backend=name))
+                reply.send_nowait(Embeddings(backend=name))
             return
         try:
             table = await self._vectors(backend, texts)
@@ -230,13 +230,13 @@ class EmbeddingService:
                     f"the embedding model failed ({type(err).__name__}: {err})"
                 )
                 failure.__cause__ = err
-                _send(reply, failure)
+                reply.send_nowait(failure)
             return
         for asked, reply in requests:
             self.stats.requests += 1
             vectors = np.stack([table[t] for t in asked]) if asked else np.zeros((0, 384))
             vectors.flags.writeable = False
-            _send(reply, Embeddings(backend=backend.name, vectors=vectors))
+            reply.send_nowait(Embeddings(backend=backend.name, vectors=vectors))
 
     async def _vectors(self, backend: EmbeddingBackend, texts: list[str]) -> dict[str, np.ndarray]:
         """Each distinct text's vector: cached ones looked up here, the rest computed in one
@@ -269,7 +269,3 @@ class EmbeddingService:
             if self.on_loaded is not None:
                 self.on_loaded(self.stats)
         self._loaded.set()
-
-
-def _send(reply: ReplySlot[Reply], result: Reply) -> None:
-    reply.send_nowait(result)  # a cancelled requester's slot takes it unread

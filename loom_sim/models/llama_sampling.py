@@ -64,10 +64,6 @@ class CheckFirstSampler:
         llama_cpp.llama_sampler_apply(self.check.sampler, ctypes.byref(one))
         return not math.isinf(data.logit)
 
-    def close(self) -> None:
-        for sampler in (self.free, self.held, self.check):
-            sampler.close()
-
 
 @cache
 def check_first_llama() -> type:
