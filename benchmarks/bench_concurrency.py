@@ -160,29 +160,30 @@ def one_run(
     if cold:  # as in a new process: the model is loaded again, within the run
         embedding._Loaded.backend = None
         embedding._Loaded.failure = None
-    with tempfile.TemporaryDirectory(dir=RESULTS) as tmp:
-        plan = plan_run(
-            config,
-            RunOptions(
-                turns=TURNS,
-                rollouts=k,
-                seed=1,
-                persona_model="openai/bench",
-                target="openai/bench",
-                base_url=base_url,
-                output=Path(tmp) / "run",
-                concurrency=k,
-            ),
-        )
-        hub = make_hub(plan)
-        write_plan(plan)
-        stalls = LoopStalls() if watch else None
-        wall, cpu = time.perf_counter(), time.process_time()
-        instruments = [stalls] if stalls is not None else []
-        transcripts = trio.run(execute, plan, hub, NullProgress(), instruments=instruments)
-        sample = Sample(time.perf_counter() - wall, time.process_time() - cpu)
-        bad = [t for t in transcripts if t.status != "done" or len(t.turns) != TURNS]
-        assert not bad, bad[0].error
+    # Each run writes to a new folder, kept until the benchmark ends: see RUNS.
+    output = Path(tempfile.mkdtemp(dir=config.parent)) / "run"
+    plan = plan_run(
+        config,
+        RunOptions(
+            turns=TURNS,
+            rollouts=k,
+            seed=1,
+            persona_model="openai/bench",
+            target="openai/bench",
+            base_url=base_url,
+            output=output,
+            concurrency=k,
+        ),
+    )
+    hub = make_hub(plan)
+    write_plan(plan)
+    stalls = LoopStalls() if watch else None
+    wall, cpu = time.perf_counter(), time.process_time()
+    instruments = [stalls] if stalls is not None else []
+    transcripts = trio.run(execute, plan, hub, NullProgress(), instruments=instruments)
+    sample = Sample(time.perf_counter() - wall, time.process_time() - cpu)
+    bad = [t for t in transcripts if t.status != "done" or len(t.turns) != TURNS]
+    assert not bad, bad[0].error
     backend = embedding._Loaded.backend
     counts = {"embedded": backend.computed, "cached": backend.hits} if backend else {}
     return sample, stalls, counts

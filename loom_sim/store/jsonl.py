@@ -203,10 +203,15 @@ class JsonLines(Generic[T]):
         self._what = what
         self._file: BinaryIO | None = None
 
-    def append(self, record: T) -> None:
+    def open(self) -> BinaryIO:
+        """The file, opened to append now if it is not yet (the first :meth:`append` would
+        open it otherwise): for a caller that creates its files ahead, off its event loop."""
         if self._file is None:
             self._file = open_for_append(self.path)
-        append(self._file, self.path, _ENCODER.encode(record) + b"\n")
+        return self._file
+
+    def append(self, record: T) -> None:
+        append(self.open(), self.path, _ENCODER.encode(record) + b"\n")
 
     def close(self) -> None:
         if self._file is not None:

@@ -57,6 +57,12 @@ class TraceRecorder:
         if self._path is not None:
             self._pending.append(_ENCODER.encode(envelope))
 
+    def open(self) -> None:
+        """Open the trace file now if it is not yet (the first flush would open it
+        otherwise): for a caller that creates its files ahead, off its event loop."""
+        if self._path is not None and self._file is None:
+            self._file = open_for_append(self._path)
+
     def flush(self) -> None:
         if self._path is None or not self._pending:
             return

@@ -59,6 +59,7 @@ from loom_sim.store.artifacts import RolloutFiles
 from loom_sim.store.records import InForce, RejectedDraft, Transcript, TurnRecord
 from loom_sim.store.scaffolding import scaffolding_hash
 from loom_sim.store.trace import TraceRecorder
+from loom_sim.store.writer_threads import in_writer_thread
 
 TRIGGER_WINDOW = 3  # turns the judge sees when deciding a phase's trigger condition
 
@@ -127,6 +128,7 @@ class Rollout:
         self._stop: Stop | None = None
         self._started = 0.0
         self._post: Post | None = None
+        self._files_open = trio.Event()  # this session's turn log and trace
 
     # ─── the run ────────────────────────────────────────────────────────────
 
@@ -137,8 +139,8 @@ class Rollout:
         error: str | None = None
         tracer: TraceRecorder | None = None
         try:
-            # No file is opened or created before the first turn: with hundreds of rollouts
-            # starting together, that work would delay every first model call.
+            # No file is opened or created on the event loop (see _open_files): with hundreds
+            # of rollouts starting together, that work would delay every first model call.
             self._records = self._log.load()
             resumed = resume(self._records, self._assembler)
             self._fired, self._pending_emergency = resumed.fired, resumed.pending_emergency
@@ -152,6 +154,7 @@ class Rollout:
             self._post = Post(spec.id, tracer, first_id=first_id)
             self._progress.rollout_started(spec.id, spec.turns, len(self._records))
             async with self._embedding() as embedder, trio.open_nursery() as nursery:
+                nursery.start_soon(self._open_files, tracer)
                 self._spawn(nursery, self._post, resumed.scaffolding, embedder)
                 try:
                     await drive(self._machine, self._handlers())
@@ -166,13 +169,25 @@ class Rollout:
             self._log.close()
         error = error or closed
         transcript = self._transcript(error)
-        try:
-            spec.files.write_transcript(transcript)
+        try:  # off the event loop, as the turn log's creation; shielded: the write is never lost
+            with trio.CancelScope(shield=True):
+                await in_writer_thread(spec.files.write_transcript, transcript)
         except LoomError as err:  # a full or read-only disk: turns.jsonl holds what was done
             error = f"{error}; {err}" if error else str(err)
             transcript = self._transcript(error)
         self._progress.rollout_ended(spec.id, transcript.status, transcript.stop_detail or error)
         return transcript
+
+    async def _open_files(self, tracer: TraceRecorder) -> None:
+        """Create (or open) the turn log and the trace in the run's writer threads, while the
+        first turn's model calls are out (why: ``loom_sim.store.writer_threads``). Appending
+        to an open file takes microseconds, and stays on the event loop."""
+        await in_writer_thread(self._open_files_now, tracer)
+        self._files_open.set()
+
+    def _open_files_now(self, tracer: TraceRecorder) -> None:
+        self._log.open()
+        tracer.open()
 
     def _handlers(self) -> dict[str, Handler[Trigger]]:
         return {
@@ -362,6 +377,8 @@ class Rollout:
             post.next_id,
             [e for e in current.revealed if e.topic not in self._revealed],
         )
+        if not self._files_open.is_set():  # opened while the first turn's calls were out
+            await self._files_open.wait()
         self._log.append(record)
         post.tracer.flush()
         self._records.append(record)

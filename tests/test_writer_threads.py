@@ -1,0 +1,81 @@
+"""A rollout creates its files in the run's writer threads, never on the event loop (each
+creation can cost a millisecond of kernel time, which hundreds of rollouts in step would pay
+one after the other on the loop), and no more than two of them write at once."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from loom_sim.config import LoomConfig, load_config
+from loom_sim.store import artifacts, jsonl, trace
+from loom_sim.store.writer_threads import WRITER_THREADS, in_writer_thread
+from tests.harness import run_rollout
+
+
+@pytest.fixture
+def mania() -> LoomConfig:
+    return load_config(Path(__file__).parent.parent / "configs" / "examples" / "mania_patient.yaml")
+
+
+async def test_a_rollouts_files_are_created_off_the_event_loop(tmp_path, mania, monkeypatch):
+    loop = threading.get_ident()
+    created: list[tuple[str, bool]] = []
+
+    def spy(real):
+        def wrapped(path, *args):
+            created.append((Path(path).name, threading.get_ident() == loop))
+            return real(path, *args)
+
+        return wrapped
+
+    monkeypatch.setattr(jsonl, "open_for_append", spy(jsonl.open_for_append))
+    monkeypatch.setattr(trace, "open_for_append", spy(trace.open_for_append))
+    monkeypatch.setattr(artifacts, "write_json", spy(artifacts.write_json))
+
+    transcript, _ = await run_rollout(tmp_path, mania, 3)
+
+    assert transcript.status == "done" and len(transcript.turns) == 3
+    assert sorted(created) == [
+        ("trace.jsonl", False),
+        ("transcript.json", False),
+        ("turns.jsonl", False),
+    ]
+    folder = tmp_path / "rollout_000"
+    assert len((folder / "turns.jsonl").read_text().splitlines()) == 3
+    on_disk = msgspec.json.decode((folder / "transcript.json").read_bytes())
+    assert len(on_disk["turns"]) == 3
+
+
+async def test_a_run_writes_in_at_most_two_threads_at_once():
+    release = threading.Event()
+    inside = 0
+    most = 0
+    guard = threading.Lock()
+    two_in = trio.Event()
+    token = trio.lowlevel.current_trio_token()
+
+    def work() -> None:
+        nonlocal inside, most
+        with guard:
+            inside += 1
+            most = max(most, inside)
+            if inside == WRITER_THREADS:
+                trio.from_thread.run_sync(two_in.set, trio_token=token)
+        release.wait()
+        with guard:
+            inside -= 1
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(WRITER_THREADS + 2):
+            nursery.start_soon(in_writer_thread, work)
+        await two_in.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        assert inside == WRITER_THREADS  # the others wait for a thread
+        release.set()
+    assert most == WRITER_THREADS == 2
