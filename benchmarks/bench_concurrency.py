@@ -160,7 +160,8 @@ def one_run(
     if cold:  # as in a new process: the model is loaded again, within the run
         embedding._Loaded.backend = None
         embedding._Loaded.failure = None
-    # Each run writes to a new folder, kept until the benchmark ends: see RUNS.
+    # Each run writes to a new folder, all deleted when the benchmark ends: ext4 skips inodes
+    # freed in the last minutes, so deleting a run's files would slow the next run's.
     output = Path(tempfile.mkdtemp(dir=config.parent)) / "run"
     plan = plan_run(
         config,
