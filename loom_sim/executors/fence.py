@@ -84,6 +84,6 @@ class FencedFiles(RolloutFiles):
     def turns(self) -> TurnLog:
         return _FencedTurnLog(self.dir / TURNS_FILE, self._fence)
 
-    def write_transcript(self, transcript: Transcript) -> None:
+    def write_transcript(self, transcript: Transcript, encoded: bytes | None = None) -> None:
         self._fence.check()
-        super().write_transcript(transcript)
+        super().write_transcript(transcript, encoded)

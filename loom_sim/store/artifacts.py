@@ -66,13 +66,20 @@ def rollout_dir(run_dir: Path, index: int) -> Path:
     return run_dir / f"rollout_{index:03d}"
 
 
-def write_json(path: Path, data: Any) -> None:
+def encode_json(data: Any) -> bytes:
+    """``data`` as the indented JSON that :func:`write_json` writes."""
+    return msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n"
+
+
+def write_json(path: Path, data: Any, encoded: bytes | None = None) -> None:
     """Write atomically: a reader (or a resumed run) never sees half a file, and a failed
-    write (a full disk) leaves the previous version in place."""
+    write (a full disk) leaves the previous version in place. ``encoded``: ``data`` already
+    through :func:`encode_json` (a caller that writes in a worker thread encodes first, on
+    its own thread: the encoded bytes are then allocated, and freed, on that thread's heap)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with writing(path):
         try:
-            tmp.write_bytes(msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
+            tmp.write_bytes(encode_json(data) if encoded is None else encoded)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
@@ -157,7 +164,8 @@ class RolloutFiles:
             return None
         return read_transcript(self.transcript_path)
 
-    def write_transcript(self, transcript: Transcript) -> None:
+    def write_transcript(self, transcript: Transcript, encoded: bytes | None = None) -> None:
+        """``transcript.json``, atomically; ``encoded``: as :func:`write_json` takes it."""
         with writing(self.dir):
             self.dir.mkdir(parents=True, exist_ok=True)
-        write_json(self.transcript_path, transcript)
+        write_json(self.transcript_path, transcript, encoded)
