@@ -20,7 +20,7 @@ from loom_sim.cli import COMMANDS, cli
 
 ROOT = Path(__file__).parent.parent
 HEAVY = ("torch", "sentence_transformers", "llama_cpp", "sklearn", "onnxruntime", "scipy")
-RUNTIME = ("trio", "httpx", "httpcore", "numpy", "rich", "jinja2", "transitions")
+RUNTIME = ("trio", "httpx", "httpcore", "numpy", "rich", "jinja2")
 
 PROBE = """
 import json, sys

@@ -1,0 +1,96 @@
+"""The machine engine: a table checked once per spec, fired by lookup, a bad trigger raised."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import pytest
+from loom_sim.machines.engine import (
+    MACHINES,
+    Machine,
+    MachineError,
+    MachineSpec,
+    drive,
+    transition,
+)
+
+
+class Go(StrEnum):
+    NEXT = "next"
+    STOP = "stop"
+
+
+class Other(StrEnum):
+    NEXT = "next"
+
+
+def spec(*rows, states=("a", "b", "end"), initial="a") -> MachineSpec:
+    return MachineSpec(
+        name="toy",
+        triggers=Go,
+        states=states,
+        initial=initial,
+        final=("end",),
+        table=rows or (transition(Go.NEXT, "a", "b"), transition(Go.STOP, ("a", "b"), "end")),
+    )
+
+
+def test_the_table_is_checked_once_per_spec():
+    toy = spec()
+    first, second = Machine(toy), Machine(toy)
+    assert first._dest is second._dest  # one checked table, shared
+    assert first.fire(Go.NEXT) == "b" and second.state == "a"  # each machine its own state
+    assert first.fire(Go.STOP) == "end" and first.done
+
+
+@pytest.mark.parametrize(
+    ("rows", "states", "initial", "message"),
+    [
+        ((transition(Go.NEXT, "a", "nowhere"),), ("a", "end"), "a", "'nowhere' not among"),
+        ((transition(Go.NEXT, "zz", "end"),), ("a", "end"), "a", "'zz' not among"),
+        ((transition(Go.NEXT, "a", "end"),), ("a", "end"), "c", "'c' not among"),
+        ((transition(Go.NEXT, "a", "b"),), ("a", "b", "end"), "a", "no way out of 'b'"),
+        ((transition(Other.NEXT, "a", "end"),), ("a", "end"), "a", "not one of its triggers"),
+        (
+            (transition(Go.NEXT, "a", "end"), transition(Go.NEXT, "a", "a")),
+            ("a", "end"),
+            "a",
+            "two rows for 'next' from 'a'",
+        ),
+    ],
+    ids=["unknown-dest", "unknown-source", "unknown-initial", "stuck", "foreign", "ambiguous"],
+)
+def test_an_unsound_table_fails_when_its_first_machine_is_made(rows, states, initial, message):
+    with pytest.raises(MachineError, match=message):
+        Machine(spec(*rows, states=states, initial=initial))
+
+
+def test_every_registered_machine_is_sound():
+    for machine_spec in MACHINES:
+        assert Machine(machine_spec).state == machine_spec.initial
+
+
+def test_a_trigger_the_table_does_not_allow_is_raised_and_leaves_the_state():
+    machine = Machine(spec(), initial="b")
+    with pytest.raises(MachineError, match="'next' is not a way out of 'b'"):
+        machine.fire(Go.NEXT)
+    assert machine.state == "b"
+
+
+def test_an_unknown_starting_state_is_raised():
+    with pytest.raises(MachineError, match="no state 'c'"):
+        Machine(spec(), initial="c")
+
+
+async def test_drive_fires_what_each_handler_returns():
+    machine = Machine(spec())
+    seen = []
+
+    async def at_a() -> Go:
+        return Go.NEXT
+
+    async def at_b() -> Go:
+        return Go.STOP
+
+    await drive(machine, {"a": at_a, "b": at_b}, lambda *step: seen.append(step))
+    assert seen == [("a", Go.NEXT, "b"), ("b", Go.STOP, "end")]
