@@ -1,6 +1,6 @@
-"""A rollout creates its files in the run's writer threads, never on the event loop (each
-creation can cost a millisecond of kernel time, which hundreds of rollouts in step would pay
-one after the other on the loop), and no more than two of them write at once."""
+"""A rollout creates its files in the writer threads, never on the event loop (each creation
+can cost a millisecond of kernel time, which hundreds of rollouts in step would pay one after
+the other on the loop); two threads of their own, apart from trio's thread cache."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ async def test_a_rollouts_files_are_created_off_the_event_loop(tmp_path, mania, 
     assert len(on_disk["turns"]) == 3
 
 
-async def test_a_run_writes_in_at_most_two_threads_at_once():
+async def test_writes_run_in_two_threads_of_their_own():
     release = threading.Event()
     inside = 0
     most = 0
@@ -60,8 +60,11 @@ async def test_a_run_writes_in_at_most_two_threads_at_once():
     two_in = trio.Event()
     token = trio.lowlevel.current_trio_token()
 
+    names = set()
+
     def work() -> None:
         nonlocal inside, most
+        names.add(threading.current_thread().name)
         with guard:
             inside += 1
             most = max(most, inside)
@@ -79,3 +82,27 @@ async def test_a_run_writes_in_at_most_two_threads_at_once():
         assert inside == WRITER_THREADS  # the others wait for a thread
         release.set()
     assert most == WRITER_THREADS == 2
+    assert len(names) == 2 and all(n.startswith("loom-sim-writer") for n in names), names
+
+
+async def test_the_work_s_exception_is_raised_in_the_caller_and_a_cancelled_caller_waits():
+    def fail() -> None:
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        await in_writer_thread(fail)
+    done = threading.Event()
+    proceed = threading.Event()
+
+    def slow() -> str:
+        proceed.wait()
+        done.set()
+        return "written"
+
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(in_writer_thread, slow)
+            await trio.testing.wait_all_tasks_blocked()
+            scope.cancel()
+            proceed.set()
+    assert done.is_set()  # the cancelled caller returned only once the work had finished

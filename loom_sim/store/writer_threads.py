@@ -1,4 +1,4 @@
-"""File work that may block, moved off the event loop to a run's two writer threads.
+"""File work that may block, moved off the event loop to two dedicated writer threads.
 
 Creating a file or a folder can cost a millisecond of kernel time: measured 0.4-0.9 ms on
 this project's ext4 test machine, whose disk sees much creation and deletion (ext4 skips
@@ -7,19 +7,26 @@ first turn ends (its folder, turn log and trace) and two more for its transcript
 hundreds of rollouts in step, doing that on the event loop held every rollout's next model
 call for half a second.
 
-Why two threads, not trio's default pool of forty: forty threads queue on the same
-file-system locks, and each one coming back from its system call takes the interpreter's
-lock from the event loop, which then served almost nothing for half a second. One thread
-does the work without that contention but too slowly (256 rollouts' files: 0.69 s); two took
-0.33 s and four 0.21 s, and at 256 rollouts two and four gave the same efficiency, two with
-less memory (each thread's allocations have their own arena).
+Why two threads: forty (trio's default limit) queue on the same file-system locks, and each
+one coming back from its system call takes the interpreter's lock from the event loop, which
+then served almost nothing for half a second. One thread does the work without contention
+but too slowly (256 rollouts' files: 0.69 s); two took 0.33 s, four 0.21 s, and at 256
+rollouts two and four gave the same efficiency.
+
+Why threads of their own, not trio's thread cache: the cache's threads also run the embedding
+model, and glibc gives each thread that allocates its own malloc arena. Writes taking cached
+threads spread the model's work over more of them, and so over more arenas: peak RSS at 256
+rollouts went from 288 to 337-406 MiB; with threads of their own, 286-288.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar, TypeVarTuple
 
+import outcome
 import trio
 
 T = TypeVar("T")
@@ -27,21 +34,27 @@ Ts = TypeVarTuple("Ts")
 
 WRITER_THREADS = 2
 
-_LIMITER: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("loom_sim_writers")
 
-
-def _limiter() -> trio.CapacityLimiter:
-    """This run's limiter (a trio run variable: a limiter belongs to one event loop)."""
-    try:
-        return _LIMITER.get()
-    except LookupError:
-        limiter = trio.CapacityLimiter(WRITER_THREADS)
-        _LIMITER.set(limiter)
-        return limiter
+@functools.cache
+def _writers() -> ThreadPoolExecutor:
+    """The process's writer threads (the pool starts them on first use)."""
+    return ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="loom-sim-writer")
 
 
 async def in_writer_thread(work: Callable[[*Ts], T], *args: *Ts) -> T:
-    """``work(*args)`` in one of this run's writer threads; its exception is raised here.
-    Once started it runs to its end even if the caller is cancelled meanwhile (a file is
-    never left half written by a cancellation)."""
-    return await trio.to_thread.run_sync(work, *args, limiter=_limiter())
+    """``work(*args)`` in a writer thread; its result returned, its exception raised here.
+    A caller already cancelled does not start it; once started it runs to its end even if
+    the caller is cancelled meanwhile (a file is never left half written by a cancellation),
+    as ``trio.to_thread.run_sync`` does by default."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    token = trio.lowlevel.current_trio_token()
+    task = trio.lowlevel.current_task()
+
+    def deliver(future: Future[T]) -> None:
+        token.run_sync_soon(trio.lowlevel.reschedule, task, outcome.capture(future.result))
+
+    _writers().submit(work, *args).add_done_callback(deliver)
+    result: T = await trio.lowlevel.wait_task_rescheduled(
+        lambda _: trio.lowlevel.Abort.FAILED  # the work cannot be stopped: wait for it
+    )
+    return result

@@ -182,7 +182,7 @@ class Rollout:
         return transcript
 
     async def _open_files(self, tracer: TraceRecorder) -> None:
-        """Create (or open) the turn log and the trace in the run's writer threads, while the
+        """Create (or open) the turn log and the trace in the writer threads, while the
         first turn's model calls are out (why: ``loom_sim.store.writer_threads``). Appending
         to an open file takes microseconds, and stays on the event loop."""
         await in_writer_thread(self._open_files_now, tracer)
