@@ -4,6 +4,8 @@ the other on the loop); two threads of their own, apart from trio's thread cache
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from pathlib import Path
 
@@ -106,3 +108,23 @@ async def test_the_work_s_exception_is_raised_in_the_caller_and_a_cancelled_call
             scope.cancel()
             proceed.set()
     assert done.is_set()  # the cancelled caller returned only once the work had finished
+
+
+def test_a_forked_child_gets_writer_threads_of_its_own(tmp_path):
+    """A child forked after the parent used its writer threads still writes (it would wait
+    forever on a pool whose threads stayed in the parent)."""
+
+    async def write(path: Path) -> None:
+        await in_writer_thread(path.write_text, "written")
+
+    trio.run(write, tmp_path / "parent")
+    pid = os.fork()
+    if pid == 0:  # the child: its outcome as its exit status; a hang ends it by SIGALRM
+        try:
+            signal.alarm(30)
+            trio.run(write, tmp_path / "child")
+        finally:
+            os._exit(0 if (tmp_path / "child").exists() else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert (tmp_path / "child").read_text() == "written"

@@ -22,6 +22,7 @@ rollouts went from 288 to 337-406 MiB; with threads of their own, 286-288.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar, TypeVarTuple
@@ -35,9 +36,14 @@ Ts = TypeVarTuple("Ts")
 WRITER_THREADS = 2
 
 
-@functools.cache
 def _writers() -> ThreadPoolExecutor:
-    """The process's writer threads (the pool starts them on first use)."""
+    """This process's writer threads (the pool starts them on first use). Keyed by process:
+    a forked child inherits the pool but not its threads, and would wait on it forever."""
+    return _pool_of(os.getpid())
+
+
+@functools.cache
+def _pool_of(pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="loom-sim-writer")
 
 
