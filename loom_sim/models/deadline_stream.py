@@ -47,22 +47,35 @@ class DeadlineBackend(httpcore.AsyncNetworkBackend):
 
 
 class _DeadlineStream(httpcore.AsyncNetworkStream):
+    """A request's writes are held and sent in one go before its reply is read.
+
+    httpcore writes a request's head and its body separately, and every send is a system
+    call and a trip through trio's scheduler; a request is always followed by a read of its
+    reply, so the writes go out together then. A send that fails is dropped, as httpcore
+    drops a failed write of a request to read what the server says (a server may answer and
+    close before taking the whole body); the read then raises what the closed connection
+    gives.
+    """
+
     def __init__(self, stream: trio.SocketStream) -> None:
         self._stream = stream
+        self._held: list[bytes] = []
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._held:
+            held, self._held = b"".join(self._held), []
+            try:
+                await self._stream.send_all(held)
+            except _BROKEN:
+                pass  # see the class's docstring: the read below says what happened
         try:
             return await self._stream.receive_some(max_bytes)
         except _BROKEN as exc:
             raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if not buffer:
-            return
-        try:
-            await self._stream.send_all(buffer)
-        except _BROKEN as exc:
-            raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
+        if buffer:
+            self._held.append(buffer)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
