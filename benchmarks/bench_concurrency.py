@@ -63,24 +63,27 @@ This machine's speed drifted by more than the change within these minutes (the s
 4-20 % lower after each change (8 of 8 pairs for the HTTP and tell changes), the efficiency
 within the noise. CPU per call counts the embedding model's load, which each run repeats.
 
-Then (quiet, load 0.1-0.4, median of 3, monitors as shipped; K = 1/16/64/256, two runs each,
+Then (quiet, load 0.3-0.8, median of 3, monitors as shipped; K = 1/16/64/256, two runs each,
 taken alternately), before (d13ab11) and after: a rollout's files (its folder, turn log,
 trace and transcript) are created in two writer threads, not on the event loop — creating one
 cost 0.4-0.9 ms of kernel time on this machine's ext4 disk, ~1,000 of them per 256-rollout
 run, most at the first turn's end, when every rollout's next call waited behind them; the
 machine tables are checked once per table, not by building a ``transitions`` machine per
-rollout (0.3 ms each); and each run writes to a folder of its own, deleted at the end:
+rollout (0.3 ms each); a request's head and body leave in one send (httpcore writes them
+apart: two system calls and two trips through the scheduler per call); and each run writes
+to a folder of its own, deleted at the end:
 
 | | efficiency | CPU ms/call at 256 | peak RSS MiB |
 | --- | --- | --- | --- |
-| before, run 1 | 0.98 / 0.94 / 0.85 / 0.73 | 0.473 | 296 |
-| after, run 1 | 0.98 / 0.94 / 0.85 / 0.76 | 0.465 | 305 |
-| before, run 2 | 0.98 / 0.94 / 0.84 / 0.67 | 0.496 | 298 |
-| after, run 2 | 0.98 / 0.94 / 0.86 / 0.76 | 0.527 | 306 |
+| before, run 1 | 0.98 / 0.94 / 0.88 / 0.74 | 0.428 | 286 |
+| after, run 1 | 0.98 / 0.96 / 0.92 / 0.85 | 0.432 | 307 |
+| before, run 2 | 0.98 / 0.94 / 0.84 / 0.74 | 0.474 | 280 |
+| after, run 2 | 0.98 / 0.96 / 0.91 / 0.83 | 0.519 | 305 |
 
-Four more alternated pairs of K = 256 alone (load 0.7-1.0): before 0.64 / 0.65 / 0.65 / 0.74,
-after 0.71 / 0.72 / 0.72 / 0.73. The CPU per call counts the writer threads' file creation,
-which the loop no longer waits for.
+Alternated pairs of K = 256 alone, load 0.4-1.2: the writer threads and the tables, before
+0.64 / 0.65 / 0.65 / 0.74, after 0.71 / 0.72 / 0.72 / 0.73; then the one send, before 0.75 /
+0.73 / 0.79 / 0.75, after 0.83 / 0.83 / 0.83 / 0.82. The CPU per call counts the writer
+threads' file creation, which the loop no longer waits for; the writer threads add ~20 MiB.
 
 Before the run collected its garbage ahead of ``gc.freeze()``, unfroze at its end and raised
 the collector's thresholds, monitors off, K = 64/256 at the same minute: 0.83 / 0.45, stalls
