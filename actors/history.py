@@ -14,7 +14,7 @@ leave room for several turns: between those moves the prompt only grows at its e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from loom_sim.models.base import ChatMessage, ModelClient, Preloadable
@@ -83,14 +83,27 @@ class History:
         and the cut point stays where it was until the history has grown by about a step. The
         cut depends on the history alone, so a resumed rollout cuts where the first run did.
         """
-        used = system_tokens + MESSAGE_OVERHEAD + tail_tokens
-        total = used + sum(self.tokens)
-        excess = total - budget
+        start = self.start(system_tokens + tail_tokens, budget, step_tokens=step_tokens)
+        return [system, *self.messages[start:], *tail], start // 2
+
+    def start(
+        self,
+        fixed_tokens: int,
+        budget: int,
+        *,
+        step_tokens: int | None = None,
+        added: Mapping[int, int] | None = None,
+    ) -> int:
+        """The index of the first message kept (even: whole exchanges are cut) when
+        ``fixed_tokens`` (system prompt and tail) go with the history; ``added``: tokens a
+        message carries beyond its own, by index (the persona's instruction updates)."""
+        added = added or {}
+        tokens = [t + added.get(i, 0) for i, t in enumerate(self.tokens)]
+        excess = fixed_tokens + MESSAGE_OVERHEAD + sum(tokens) - budget
         if excess > 0 and step_tokens:
             excess = -(-excess // step_tokens) * step_tokens
         start = 0
         while excess > 0 and start + 2 <= len(self.messages):
-            dropped = self.tokens[start] + self.tokens[start + 1]
-            excess -= dropped
+            excess -= tokens[start] + tokens[start + 1]
             start += 2
-        return [system, *self.messages[start:], *tail], start // 2
+        return start

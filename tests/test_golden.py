@@ -1,7 +1,9 @@
 """Golden prompts: catch any drift in what the persona is given, turn by turn.
 
-Each ``tests/golden/<name>.yaml`` has a ``<name>.prompts.json`` holding every turn's plan. When
-a template or the builder changes on purpose, bump ``TEMPLATE_VERSION`` and regenerate:
+Each ``tests/golden/<name>.yaml`` has a ``<name>.prompts.json`` holding every turn's plan, and
+the update each full injection after the first sends the persona (the parts of its prompt that
+changed; the whole prompt is the persona's system prompt only until then). When a template or
+the builder changes on purpose, bump ``TEMPLATE_VERSION`` and regenerate:
 
     LOOM_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_golden.py
 """
@@ -9,6 +11,7 @@ a template or the builder changes on purpose, bump ``TEMPLATE_VERSION`` and rege
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import os
 from pathlib import Path
@@ -18,6 +21,7 @@ import pytest
 
 from loom_sim.assembler import TEMPLATE_VERSION, Assembler
 from loom_sim.assembler.rendering import template_digest
+from loom_sim.assembler.update import update_text
 from loom_sim.config import load_config
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -28,12 +32,18 @@ OPEN_ENDED_TURNS = 60
 
 def current(config_path: Path, turns: int | None) -> dict:
     assembler = Assembler(load_config(config_path), turns)
+    plans = list(assembler.plans())
+    full = [p for p in plans if p.prompt is not None and p.injection == "full"]
     return {
         "config": config_path.name,
         "turns": assembler.turns,
         "template_version": TEMPLATE_VERSION,
         "template_digest": template_digest(),
-        "plans": [msgspec.to_builtins(plan) for plan in assembler.plans()],
+        "plans": [msgspec.to_builtins(plan) for plan in plans],
+        "updates": [
+            {"turn": new.turn, "update": update_text(old.prompt, new.prompt)}
+            for old, new in itertools.pairwise(full)
+        ],
     }
 
 
@@ -57,7 +67,8 @@ def test_prompts_match_golden(config_path: Path):
     golden = json.loads(path.read_text())
     got = current(config_path, golden["turns"])
     assert len(got["plans"]) == len(golden["plans"])
-    for want, have in zip(golden["plans"], got["plans"], strict=False):
+    pairs = zip(golden["plans"], got["plans"], strict=False)
+    for want, have in [*pairs, *zip(golden["updates"], got["updates"], strict=True)]:
         if want != have:
             diff = "\n".join(
                 difflib.unified_diff(

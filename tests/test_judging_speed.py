@@ -299,12 +299,12 @@ def test_a_persona_rebuilt_before_its_model_loads_cuts_its_past_by_exact_counts(
     persona = PersonaActor(
         client, Generation(8, 0.0, budget_tokens=1500), SeedSource(1, 0), past=past
     )
-    assert persona._history.estimated
+    assert persona._view.history.estimated
     said = trio.run(persona.handle, Speak(turn=6, emergency="Your name?"))
-    assert client.counts_exactly and not persona._history.estimated
-    assert persona._history.messages[0].content == CONVERSATION_START
+    assert client.counts_exactly and not persona._view.history.estimated
+    assert persona._view.history.messages[0].content == CONVERSATION_START
     exact = History()
-    for message in persona._history.messages:
+    for message in persona._view.history.messages:
         exact.append(message, client.count_tokens(message.content))
     _, cut = exact.fit(ChatMessage("system", ""), 0, [], 0, 1500)
     assert said.cut_turns == cut > 0

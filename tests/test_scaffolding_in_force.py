@@ -11,6 +11,7 @@ import msgspec
 import pytest
 import trio
 
+from loom_sim.assembler.update import apply_update, prompt_update, sections
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.messages import WindowTurn
 from loom_sim.models.base import ModelRequest
@@ -56,13 +57,28 @@ async def test_fifty_scripted_turns_are_judged_against_exactly_what_was_sent(tmp
     records = transcript.turns
     assert len(records) == 50
     sent = committed_calls(records, models["persona"].calls)
+    injected = {r.turn: r.scaffolding.blocks for r in records if r.scaffolding.blocks}
+    updates_seen = 0
     for index, (record, call) in enumerate(zip(records, sent, strict=True)):
         told = instructions_at(records, index, marcus)
         assert not told.reconstructed
+        assert told.hash == scaffolding_hash(told.system_prompt) == record.scaffolding.hash
         system, last = call.messages[0].content, call.messages[-1].content
-        # the system prompt judged is the one sent, by text and by hash
-        assert told.system_prompt == system, record.turn
-        assert told.hash == scaffolding_hash(system) == record.scaffolding.hash
+        # the system prompt sent is a prompt that was in force, and every full injection
+        # since reached the persona as an update, in order, in the message its turn answered;
+        # read over the system prompt, they say exactly what the turn is judged against
+        since = max(t for t, b in injected.items() if b.render() == system and t <= record.turn)
+        held, before = sections(injected[since]), injected[since]
+        history = [m.content for m in call.messages[1:]]
+        at = 0
+        for turn in sorted(t for t in injected if since < t <= record.turn):
+            update = prompt_update(before, injected[turn])
+            assert update is not None
+            at = next(i for i in range(at, len(history)) if update.render() in history[i])
+            assert call.messages[1 + at].role == "user"
+            held, before = apply_update(held, update), injected[turn]
+            updates_seen += 1
+        assert held == sections(told.blocks), record.turn
         # and the notes judged are the ones appended to the newest message, in order
         if told.notes:
             assert last.endswith("\n\n" + told.note_text), record.turn
@@ -70,6 +86,10 @@ async def test_fifty_scripted_turns_are_judged_against_exactly_what_was_sent(tmp
             assert "[REMINDER" not in last and "[NEW PHASE" not in last
         # a phase change always reaches the persona: the MUST DO in force is the turn's phase's
         assert f'PHASE "{record.phase}": you MUST' in told.must_do, record.turn
+        # between history cuts the system prompt stays, so a prompt cache holds
+        if index and record.cut_turns["persona"] == records[index - 1].cut_turns["persona"]:
+            assert system == sent[index - 1].messages[0].content, record.turn
+    assert updates_seen > 10
     # only full injections carry the blocks; every other turn refers to one
     lines = (tmp_path / "rollout_000" / "turns.jsonl").read_text().splitlines()
     blocks = [json.loads(line)["scaffolding"].get("blocks") is not None for line in lines]
@@ -123,6 +143,31 @@ async def test_resume_rebuilds_the_prompt_in_force_and_what_was_revealed(tmp_pat
         return data
 
     assert [strip(r) for r in resumed.turns] == [strip(r) for r in whole.turns]
+
+
+async def test_a_resumed_persona_is_sent_what_the_first_run_sent_it(tmp_path, marcus):
+    """With a history budget small enough to cut several times, the persona rebuilt from the
+    records gets the same messages, updates and cuts as the run that was not interrupted."""
+    conversation = marcus.conversation.model_copy(update={"history_budget_tokens": 1400})
+    config = marcus.model_copy(update={"conversation": conversation})
+    first = fakes(persona=revealing_persona)
+    whole, _ = await run_rollout(tmp_path / "a", config, 30, models=first)
+    assert len({r.cut_turns["persona"] for r in whole.turns}) >= 3  # it was cut, in steps
+    (tmp_path / "b").mkdir()
+    shutil.copytree(tmp_path / "a" / "rollout_000", tmp_path / "b" / "rollout_000")
+    turns = tmp_path / "b" / "rollout_000" / "turns.jsonl"
+    turns.write_text("".join(turns.read_text().splitlines(keepends=True)[:17]))
+    (tmp_path / "b" / "rollout_000" / "transcript.json").unlink()
+    again = fakes(persona=revealing_persona)
+    rollout = Rollout(
+        spec_for(tmp_path / "b", config, 30), models_of(again), RunBudget(), NullProgress()
+    )
+    with trio.fail_after(30):
+        await rollout.run()
+    done = sum(r.persona_attempts for r in whole.turns[:17])
+    sent = [c.messages for c in first["persona"].calls[done:]]
+    assert sent and [c.messages for c in again["persona"].calls] == sent
+    assert any("[NEW INSTRUCTIONS" in m.content for call in sent for m in call[1:])
 
 
 class _View:

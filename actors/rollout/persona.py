@@ -2,17 +2,19 @@
 
 Protocol: ``Speak`` -> ``Utterance`` (a candidate; the rollout decides whether it is sent);
 ``Heard`` (tell) -> the committed exchange joins the persona's history. The persona's system
-prompt is the scaffolding of the last full injection; this turn's reminder, emergency
-intervention or re-prompt is appended to the newest message instead. That keeps the prompt's
-prefix (system + history) identical from call to call, which is what prompt caches reuse —
-llama.cpp's KV cache locally, the providers' prompt caching remotely — and chat APIs still see
-one system message and strictly alternating turns.
+prompt is the scaffolding of its first full injection; a later full injection arrives as an
+update that joins the history (``persona_view.py``), and this turn's reminder, emergency
+intervention or re-prompt is appended to the newest message. That keeps the prompt's prefix
+(system + history) identical from call to call, which is what prompt caches reuse — llama.cpp's
+KV cache locally, the providers' prompt caching remotely — and chat APIs still see one system
+message and strictly alternating turns.
 """
 
 from __future__ import annotations
 
 from loom_sim.actors.base import Actor, ActorContext
-from loom_sim.actors.history import Generation, History
+from loom_sim.actors.history import Generation
+from loom_sim.actors.rollout.persona_view import PersonaView
 
 from loom_sim.messages import Body, Heard, Speak, Utterance
 from loom_sim.models.base import (
@@ -25,6 +27,7 @@ from loom_sim.models.base import (
 )
 from loom_sim.plugins.actors import actor
 from loom_sim.seeds import SeedSource
+from loom_sim.store.records import TurnRecord
 
 CONVERSATION_START = "[The conversation starts now. Write your first message.]"
 
@@ -42,15 +45,18 @@ class PersonaActor(Actor):
         opening: str | None = None,
         scaffolding: str = "",
         past: list[Heard] | None = None,
+        records: list[TurnRecord] | None = None,
     ):
         self._model = model
         self._generation = generation
         self._seeds = seeds
-        self._scaffolding = scaffolding
-        self._history = History()
+        self._view = PersonaView()
+        self._counts: dict[str, int] = {}  # prompts and notes, counted once
         self._hear(opening or CONVERSATION_START, "user")
         for exchange in past or ():
             self._remember(exchange)
+        # the prompts the records show in force, and the updates that told the persona
+        self._view.rebuild(records or [], scaffolding)
 
     @classmethod
     def from_context(cls, context: ActorContext) -> PersonaActor:
@@ -70,6 +76,7 @@ class PersonaActor(Actor):
             opening=context.opening,
             scaffolding=context.scaffolding,
             past=context.past,
+            records=context.records,
         )
 
     async def handle(self, body: Body) -> Body | None:
@@ -82,28 +89,13 @@ class PersonaActor(Actor):
         raise TypeError(f"persona cannot handle {type(body).__name__}")
 
     async def _speak(self, request: Speak) -> Utterance:
-        await self._history.settle(self._model)
+        await self._view.history.settle(self._model)
         if request.scaffolding is not None:
-            self._scaffolding = request.scaffolding
-        system = ChatMessage("system", self._scaffolding)
+            self._view.inject(request.turn, request.scaffolding, request.update)
         notes = "\n\n".join(n for n in (request.reminder, request.emergency, request.vary) if n)
         generation = self._generation
         budget = generation.budget_tokens or (self._model.context_tokens - generation.max_tokens)
-        scaffolding_tokens = self._model.count_tokens(self._scaffolding)
-        # The history is cut in steps of half the room the scaffolding leaves it (see
-        # actors/history.py), so the prompt keeps its prefix from turn to turn and a prompt
-        # cache holds; the step ignores this turn's notes, which come and go.
-        messages, cut = self._history.fit(
-            system,
-            scaffolding_tokens + self._model.count_tokens(notes),
-            [],
-            0,
-            budget,
-            step_tokens=max(1, (budget - scaffolding_tokens) // 2),
-        )
-        if notes:  # the history always ends with what the persona is answering
-            last = messages[-1]
-            messages[-1] = ChatMessage(last.role, f"{last.content}\n\n{notes}")
+        messages, cut = self._view.compose(notes, self._count, budget)
         response = await self._model.complete(
             ModelRequest(
                 messages=messages,
@@ -129,8 +121,13 @@ class PersonaActor(Actor):
         self._hear(exchange.persona, "assistant")
         self._hear(exchange.interlocutor, "user")
 
+    def _count(self, text: str) -> int:
+        if text not in self._counts:
+            self._counts[text] = self._model.count_tokens(text)
+        return self._counts[text]
+
     def _hear(self, text: str, role: Role) -> None:
-        self._history.append(
+        self._view.history.append(
             ChatMessage(role, text),
             self._model.count_tokens(text),
             exact=counts_exactly(self._model),

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     import jinja2
 
 # 1.2: no empty HOLD YOUR POSITION heading when there is nothing to hold
-TEMPLATE_VERSION = "1.2"
+# 1.3: a full injection after the first reaches the persona as an update (update.j2)
+TEMPLATE_VERSION = "1.3"
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
 

@@ -36,6 +36,8 @@ class Speak(Request[Utterance], frozen=True):
     attempt: int = 0
     injection: str = "none"  # full | reminder | none
     scaffolding: str | None = None  # the full prompt, on full-injection turns
+    # on a full injection after the first: the parts that changed, as the persona reads them
+    update: str | None = None
     reminder: str | None = None
     emergency: str | None = None  # a monitor's intervention, scheduled for this turn
     vary: str | None = None  # the guard's re-prompt after a rejected candidate

@@ -1,13 +1,15 @@
 """What the persona was actually told at a turn: the instructions a turn is judged against.
 
-The persona's system prompt changes only on full injections; between them it keeps the last
-one, and a turn's reminder, emergency intervention or re-prompt rides on the newest message
-(``actors/persona.py``). So the MUST DO a message answers is the one *in force*, which can be
-several turns old, not the one the assembler would build for that turn; and the intensities
-it was told are the injected turn's, updated only by what a reminder names. Fidelity and
-trajectory adherence are judged against :func:`instructions_at`, built from the records: the
-prompt in force (:class:`~loom_sim.store.records.InForce`, its blocks kept on the turn that
-injected them), plus the notes the committed message was written under, in the order sent.
+The prompt in force changes only on full injections (the first is the persona's system prompt,
+each later one reaches it as an update of the parts that changed: ``assembler/update.py``);
+between them it stays, and a turn's reminder, emergency intervention or re-prompt rides on the
+newest message (``actors/rollout/persona.py``). So the MUST DO a message answers is the one
+*in force*, which can be several turns old, not the one the assembler would build for that
+turn; and the intensities it was told are the injected turn's, updated only by what a reminder
+names. Fidelity and trajectory adherence are judged against :func:`instructions_at`, built
+from the records: the prompt in force (:class:`~loom_sim.store.records.InForce`, its blocks
+kept on the turn that injected them), plus the notes the committed message was written
+under, in the order sent.
 
 Runs recorded before the prompt in force was kept are re-planned from their last full
 injection and say so (``reconstructed``).

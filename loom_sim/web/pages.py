@@ -208,7 +208,8 @@ def _score(name: str, score: Score) -> dict[str, Any]:
 
 
 def _scaffolding(assembler: Assembler | None, record: TurnRecord) -> str | None:
-    """The system prompt the persona was given this turn (full injections only)."""
+    """The prompt in force from this turn (full injections only): the persona's system prompt
+    at its first, and at a later one what the update it was sent amounts to."""
     if assembler is None or record.injection != "full":
         return None
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loom_sim.assembler import Assembler, InjectionKind
+from loom_sim.assembler import Assembler, InjectionKind, PromptBlocks
 from loom_sim.store.records import InForce, TurnRecord
 
 
@@ -24,6 +24,7 @@ class Resumed:
     scaffolding: str = ""  # the persona's system prompt: the last full injection's
     next_envelope_id: int = 1
     in_force: InForce | None = None  # the reference later turns record (no blocks)
+    blocks: PromptBlocks | None = None  # the prompt in force, to tell the persona a change
     offered: frozenset[str] = frozenset()  # revelation topics the prompt in force offers
     revealed: frozenset[str] = frozenset()  # topics the persona has revealed
 
@@ -45,6 +46,7 @@ def resume(records: list[TurnRecord], assembler: Assembler) -> Resumed:
             scaffolding=blocks.render() if blocks is not None else "",
             next_envelope_id=last.next_envelope_id,
             in_force=InForce(injected.scaffolding.hash, injected.scaffolding.since),
+            blocks=blocks,
             offered=frozenset(item.partition(":")[0] for item in injected.revelations),
             revealed=revealed,
         )

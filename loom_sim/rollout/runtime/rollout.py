@@ -26,8 +26,9 @@ import trio
 from loom_sim.actors import embedder
 from loom_sim.actors.base import ActorContext, Post, build
 from loom_sim.actors.embedder import Embedder, needs_embeddings
-from loom_sim.assembler import Assembler, InjectionKind
+from loom_sim.assembler import Assembler, InjectionKind, PromptBlocks
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
+from loom_sim.assembler.update import update_text
 from loom_sim.config.spec import LoomConfig, OpenerRole, TriggerEnd
 from loom_sim.errors import LoomError, describe
 from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
@@ -120,7 +121,8 @@ class Rollout:
         self._records: list[TurnRecord] = []
         self._fired: dict[str, int] = {}
         self._pending_emergency: str | None = None
-        self._in_force: InForce | None = None  # the persona's system prompt, by reference
+        self._in_force: InForce | None = None  # the prompt in force, by reference
+        self._held: PromptBlocks | None = None  # and its blocks: a new one is told as a change
         self._offered: frozenset[str] = frozenset()  # revelations that prompt offers
         self._revealed: set[str] = set()  # revelations the persona has made
         self._failures_in_a_row = 0
@@ -145,6 +147,7 @@ class Rollout:
             resumed = resume(self._records, self._assembler)
             self._fired, self._pending_emergency = resumed.fired, resumed.pending_emergency
             self._in_force, self._offered = resumed.in_force, resumed.offered
+            self._held = resumed.blocks
             self._revealed = set(resumed.revealed)
             self._ledger.restore(self._records)
             tracer = TraceRecorder(spec.files.trace)
@@ -278,6 +281,7 @@ class Rollout:
             attempt=current.attempt,
             injection=plan.injection,
             scaffolding=injected.render() if injected is not None else None,
+            update=update_text(self._held, injected),
             reminder=plan.reminder,
             emergency=plan.emergency,
             vary=current.vary,
@@ -387,6 +391,7 @@ class Rollout:
         self._records.append(record)
         if current.in_force is not None:  # later turns refer to it, without the blocks
             self._in_force = InForce(current.in_force.hash, current.in_force.since)
+            self._held = current.in_force.blocks or self._held
         self._offered = current.offered
         self._revealed.update(record.revealed)
         self._ledger.book(record.usage)
