@@ -107,8 +107,11 @@ def test_text_format_shows_headers_prompts_and_reminders():
     out = result.stdout
     assert "Marcus Chen · fixed_length · 10 turns · templates" in out
     assert "turn 1 · phase rapport · injection full · belief_intensity 0.10 (low)" in out
-    # full injections at turns 0 and 5, and where the phases start (2, 4, 7, 9)
-    assert out.count("## MUST DO") == 6
+    # full injections at turns 0 and 5, and where the phases start (2, 4, 7, 9): the first
+    # whole, the others as the parts that changed, which is what the persona is sent
+    assert out.count("## MUST DO") == 1 and out.count("SAFETY (overrides") == 1
+    assert out.count("[NEW INSTRUCTIONS from this message on.") == 5
+    assert 'PHASE "disclosure": you MUST' in out
     assert "[REMINDER: You are Marcus." in out
     assert "(no injection: the persona keeps its turn-1 prompt)" in out
     full = CliRunner().invoke(cli, ["dry-run", str(MANIA), "--turns", "10", "--full"])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 import msgspec
 
-from loom_sim.assembler import Assembler, InjectionKind, TurnPlan
+from loom_sim.assembler import Assembler, InjectionKind, PromptBlocks, TurnPlan
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
+from loom_sim.assembler.update import update_text
 from loom_sim.cli.options import json_format
 from loom_sim.config import load_config
 from loom_sim.resources import find
@@ -36,7 +37,8 @@ from loom_sim.resources import find
 @click.option(
     "--full",
     is_flag=True,
-    help="Text: print the whole prompt at every turn, not only where it is injected.",
+    help="Text: print the whole prompt at every turn, not only where it is injected (and not "
+    "only the parts a later full injection changes).",
 )
 def dry_run(config_path: str, turns: int | None, as_json: bool, fmt: str, full: bool) -> None:
     """Show each turn's phase, intensities, injection and assembled prompt."""
@@ -60,13 +62,18 @@ def dry_run(config_path: str, turns: int | None, as_json: bool, fmt: str, full: 
         f"templates {TEMPLATE_VERSION}"
     )
     last_full: int | None = None
+    held: PromptBlocks | None = None  # the prompt in force, to show a later one as its update
     for plan in plans:
         click.echo("")
         click.echo(click.style(_header(plan), bold=True))
-        if (plan.injection == InjectionKind.FULL or full) and plan.prompt is not None:
+        injected = plan.prompt if plan.injection == InjectionKind.FULL else None
+        update = update_text(held, injected)
+        if update is not None and not full:  # what the persona is sent: the parts that changed
+            click.echo(_indent(update))
+        elif (injected is not None or full) and plan.prompt is not None:
             click.echo(_indent(plan.prompt.render()))
         if plan.injection == InjectionKind.FULL:
-            last_full = plan.turn
+            last_full, held = plan.turn, injected or held
         elif plan.injection == InjectionKind.REMINDER:
             click.echo(_indent(plan.reminder or ""))
         elif not full:
