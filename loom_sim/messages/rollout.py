@@ -44,7 +44,7 @@ class Speak(Request[Utterance], frozen=True):
 
     def summary(self) -> str:
         parts = [f"attempt {self.attempt}", f"injection {self.injection}"]
-        parts += [name for name in ("reminder", "emergency", "vary") if getattr(self, name)]
+        parts += [n for n in ("update", "reminder", "emergency", "vary") if getattr(self, n)]
         text = ", ".join(parts)
         return text
 

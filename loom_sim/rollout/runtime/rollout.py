@@ -53,14 +53,13 @@ from loom_sim.rollout.runtime.budget import RunBudget
 from loom_sim.rollout.runtime.ledger import Ledger
 from loom_sim.rollout.runtime.progress import ProgressSink
 from loom_sim.rollout.runtime.resume import resume
+from loom_sim.rollout.runtime.session_files import SessionFiles
 from loom_sim.rollout.runtime.stop_rules import Stop, StopRules
 from loom_sim.rollout.runtime.turn import TurnInProgress, with_action
 from loom_sim.seeds import SeedSource
-from loom_sim.store.artifacts import RolloutFiles, encode_json
+from loom_sim.store.artifacts import RolloutFiles
 from loom_sim.store.records import InForce, RejectedDraft, Transcript, TurnRecord
 from loom_sim.store.scaffolding import scaffolding_hash
-from loom_sim.store.trace import TraceRecorder
-from loom_sim.store.writer_threads import in_writer_thread
 
 TRIGGER_WINDOW = 3  # turns the judge sees when deciding a phase's trigger condition
 
@@ -116,7 +115,6 @@ class Rollout:
         self._assembler = Assembler(spec.config, spec.turns)
         self._rules = StopRules(spec.config, spec.turns, self._assembler, budget)
         self._ledger = Ledger(budget)
-        self._log = spec.files.turns
         self._machine = Machine(ROLLOUT)
         self._records: list[TurnRecord] = []
         self._fired: dict[str, int] = {}
@@ -130,7 +128,7 @@ class Rollout:
         self._stop: Stop | None = None
         self._started = 0.0
         self._post: Post | None = None
-        self._files_open = trio.Event()  # this session's turn log and trace
+        self._files: SessionFiles | None = None
 
     # ─── the run ────────────────────────────────────────────────────────────
 
@@ -139,25 +137,22 @@ class Rollout:
         self._started = self._clock()
         spec = self.spec
         error: str | None = None
-        tracer: TraceRecorder | None = None
+        files = self._files = SessionFiles(spec.files)
         try:
-            # No file is opened or created on the event loop (see _open_files): with hundreds
-            # of rollouts starting together, that work would delay every first model call.
-            self._records = self._log.load()
+            self._records = files.load()
             resumed = resume(self._records, self._assembler)
             self._fired, self._pending_emergency = resumed.fired, resumed.pending_emergency
             self._in_force, self._offered = resumed.in_force, resumed.offered
             self._held = resumed.blocks
             self._revealed = set(resumed.revealed)
             self._ledger.restore(self._records)
-            tracer = TraceRecorder(spec.files.trace)
             # Past both the last completed turn's ids and any an interrupted session traced
             # for its turn in progress: ids never repeat within a trace.
-            first_id = max(resumed.next_envelope_id, tracer.next_id)
-            self._post = Post(spec.id, tracer, first_id=first_id)
+            first_id = max(resumed.next_envelope_id, files.trace.next_id)
+            self._post = Post(spec.id, files.trace, first_id=first_id)
             self._progress.rollout_started(spec.id, spec.turns, len(self._records))
             async with self._embedding() as embedder, trio.open_nursery() as nursery:
-                nursery.start_soon(self._open_files, tracer)
+                nursery.start_soon(files.open)  # while the first turn's calls are out
                 self._spawn(nursery, self._post, resumed.scaffolding, embedder)
                 try:
                     await drive(self._machine, self._handlers())
@@ -168,32 +163,16 @@ class Rollout:
             if not self._machine.done:
                 self._machine.fire(Trigger.FAIL)
         finally:
-            closed = _closing(tracer)
-            self._log.close()
+            closed = files.close()
         error = error or closed
         transcript = self._transcript(error)
         try:
-            # Encoded here (20 us) and written in a writer thread: encoded there, the bytes
-            # grew that thread's own heap (peak RSS at 256 rollouts 290 -> 350-380 MiB).
-            encoded = encode_json(transcript)
-            with trio.CancelScope(shield=True):  # once begun, written whatever is cancelled
-                await in_writer_thread(spec.files.write_transcript, transcript, encoded)
+            await files.write_transcript(transcript)
         except LoomError as err:  # a full or read-only disk: turns.jsonl holds what was done
             error = f"{error}; {err}" if error else str(err)
             transcript = self._transcript(error)
         self._progress.rollout_ended(spec.id, transcript.status, transcript.stop_detail or error)
         return transcript
-
-    async def _open_files(self, tracer: TraceRecorder) -> None:
-        """Create (or open) the turn log and the trace in the writer threads, while the
-        first turn's model calls are out (why: ``loom_sim.store.writer_threads``). Appending
-        to an open file takes microseconds, and stays on the event loop."""
-        await in_writer_thread(self._open_files_now, tracer)
-        self._files_open.set()
-
-    def _open_files_now(self, tracer: TraceRecorder) -> None:
-        self._log.open()
-        tracer.open()
 
     def _handlers(self) -> dict[str, Handler[Trigger]]:
         return {
@@ -384,10 +363,7 @@ class Rollout:
             post.next_id,
             [e for e in current.revealed if e.topic not in self._revealed],
         )
-        if not self._files_open.is_set():  # opened while the first turn's calls were out
-            await self._files_open.wait()
-        self._log.append(record)
-        post.tracer.flush()
+        await self._session_files.append(record)
         self._records.append(record)
         if current.in_force is not None:  # later turns refer to it, without the blocks
             self._in_force = InForce(current.in_force.hash, current.in_force.since)
@@ -414,6 +390,12 @@ class Rollout:
         if self._current is None:
             raise RuntimeError("no turn in progress")  # the machine plans before anything else
         return self._current
+
+    @property
+    def _session_files(self) -> SessionFiles:
+        if self._files is None:
+            raise RuntimeError("the rollout's files are opened by run()")
+        return self._files
 
     @property
     def _active_post(self) -> Post:
@@ -500,15 +482,3 @@ def _acted(event: MonitorEvent, action: str) -> MonitorEvent:
     """A guard's rejection with what was done about it; a stagnation redirect keeps its own
     action (``emergency_injection``): its re-prompt carries the emergency redirect."""
     return with_action(event, action) if event.action == "rejected" else event
-
-
-def _closing(tracer: TraceRecorder | None) -> str | None:
-    """Close the trace; why it could not be written, if it could not (never raises: the
-    rollout's own outcome comes first)."""
-    if tracer is None:
-        return None
-    try:
-        tracer.close()
-    except LoomError as err:
-        return str(err)
-    return None
