@@ -13,6 +13,7 @@ import trio
 
 from loom_sim.assembler.update import apply_update, prompt_update, sections
 from loom_sim.config import LoomConfig, load_config
+from loom_sim.config.interaction import LaterFull
 from loom_sim.messages import WindowTurn
 from loom_sim.models.base import ModelRequest
 from loom_sim.rollout.runtime.budget import RunBudget
@@ -99,6 +100,22 @@ async def test_fifty_scripted_turns_are_judged_against_exactly_what_was_sent(tmp
     assert 8 in [r.turn for r in records if r.injection == "full"]  # disclosure starts
 
 
+async def test_a_config_can_send_each_full_injection_as_the_whole_system_prompt(tmp_path, marcus):
+    whole = {"later_full": LaterFull.SYSTEM_PROMPT}
+    injection = marcus.interaction.injection.model_copy(update=whole)
+    interaction = marcus.interaction.model_copy(update={"injection": injection})
+    config = marcus.model_copy(update={"interaction": interaction})
+    models = fakes(persona=revealing_persona)
+    transcript, _ = await run_rollout(tmp_path, config, 30, models=models)
+    records = transcript.turns
+    sent = committed_calls(records, models["persona"].calls)
+    for index, (record, call) in enumerate(zip(records, sent, strict=True)):
+        told = instructions_at(records, index, config)
+        assert call.messages[0].content == told.system_prompt, record.turn
+        assert not any("[NEW INSTRUCTIONS" in m.content for m in call.messages), record.turn
+    assert sum(r.injection == "full" for r in records) >= 5
+
+
 async def test_what_was_revealed_is_recorded_and_never_offered_again(tmp_path, marcus):
     models = fakes(persona=revealing_persona)
     transcript, _ = await run_rollout(tmp_path, marcus, 50, models=models)
@@ -145,11 +162,14 @@ async def test_resume_rebuilds_the_prompt_in_force_and_what_was_revealed(tmp_pat
     assert [strip(r) for r in resumed.turns] == [strip(r) for r in whole.turns]
 
 
-async def test_a_resumed_persona_is_sent_what_the_first_run_sent_it(tmp_path, marcus):
+@pytest.mark.parametrize("later_full", list(LaterFull))
+async def test_a_resumed_persona_is_sent_what_the_first_run_sent_it(tmp_path, marcus, later_full):
     """With a history budget small enough to cut several times, the persona rebuilt from the
     records gets the same messages, updates and cuts as the run that was not interrupted."""
     conversation = marcus.conversation.model_copy(update={"history_budget_tokens": 1400})
-    config = marcus.model_copy(update={"conversation": conversation})
+    injection = marcus.interaction.injection.model_copy(update={"later_full": later_full})
+    interaction = marcus.interaction.model_copy(update={"injection": injection})
+    config = marcus.model_copy(update={"conversation": conversation, "interaction": interaction})
     first = fakes(persona=revealing_persona)
     whole, _ = await run_rollout(tmp_path / "a", config, 30, models=first)
     assert len({r.cut_turns["persona"] for r in whole.turns}) >= 3  # it was cut, in steps
@@ -167,7 +187,8 @@ async def test_a_resumed_persona_is_sent_what_the_first_run_sent_it(tmp_path, ma
     done = sum(r.persona_attempts for r in whole.turns[:17])
     sent = [c.messages for c in first["persona"].calls[done:]]
     assert sent and [c.messages for c in again["persona"].calls] == sent
-    assert any("[NEW INSTRUCTIONS" in m.content for call in sent for m in call[1:])
+    updates = any("[NEW INSTRUCTIONS" in m.content for call in sent for m in call[1:])
+    assert updates == (later_full is LaterFull.UPDATE)
 
 
 class _View:

@@ -16,6 +16,7 @@ from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.actors.history import Generation
 from loom_sim.actors.rollout.persona_view import PersonaView
 
+from loom_sim.config.interaction import LaterFull
 from loom_sim.messages import Body, Heard, Speak, Utterance
 from loom_sim.models.base import (
     BadModelReply,
@@ -46,6 +47,7 @@ class PersonaActor(Actor):
         scaffolding: str = "",
         past: list[Heard] | None = None,
         records: list[TurnRecord] | None = None,
+        as_updates: bool = True,
     ):
         self._model = model
         self._generation = generation
@@ -56,11 +58,12 @@ class PersonaActor(Actor):
         for exchange in past or ():
             self._remember(exchange)
         # the prompts the records show in force, and the updates that told the persona
-        self._view.rebuild(records or [], scaffolding)
+        self._view.rebuild(records or [], scaffolding, as_updates=as_updates)
 
     @classmethod
     def from_context(cls, context: ActorContext) -> PersonaActor:
-        conversation = context.need_config("persona").conversation
+        config = context.need_config("persona")
+        conversation = config.conversation
         max_tokens = conversation.persona_max_tokens
         if context.max_tokens is not None:
             max_tokens = min(max_tokens, context.max_tokens)
@@ -77,6 +80,7 @@ class PersonaActor(Actor):
             scaffolding=context.scaffolding,
             past=context.past,
             records=context.records,
+            as_updates=config.interaction.injection.later_full is LaterFull.UPDATE,
         )
 
     async def handle(self, body: Body) -> Body | None:

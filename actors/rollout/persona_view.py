@@ -49,15 +49,19 @@ class PersonaView:
         if not self.injections or self.injections[-1].prompt != prompt:
             self.injections.append(Injection(turn, prompt, update))
 
-    def rebuild(self, records: list[TurnRecord], scaffolding: str = "") -> None:
+    def rebuild(
+        self, records: list[TurnRecord], scaffolding: str = "", *, as_updates: bool = True
+    ) -> None:
         """The injections a run's records show, with the updates computed as the rollout did
-        (``scaffolding``: the prompt in force, for records that do not keep their prompts)."""
+        (``scaffolding``: the prompt in force, for records that do not keep their prompts;
+        ``as_updates`` false: each one replaced the system prompt, as the config can ask)."""
         held = None
         for record in records:
             ref = record.scaffolding
             if ref is None or ref.blocks is None or ref.since != record.turn:
                 continue
-            self.inject(record.turn, ref.blocks.render(), update_text(held, ref.blocks))
+            update = update_text(held, ref.blocks) if as_updates else None
+            self.inject(record.turn, ref.blocks.render(), update)
             held = ref.blocks
         if held is None and scaffolding:
             full = [r.turn for r in records if r.injection == "full"]

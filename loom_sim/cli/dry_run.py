@@ -10,6 +10,7 @@ from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.assembler.update import update_text
 from loom_sim.cli.options import json_format
 from loom_sim.config import load_config
+from loom_sim.config.interaction import LaterFull
 from loom_sim.resources import find
 
 
@@ -63,11 +64,12 @@ def dry_run(config_path: str, turns: int | None, as_json: bool, fmt: str, full: 
     )
     last_full: int | None = None
     held: PromptBlocks | None = None  # the prompt in force, to show a later one as its update
+    as_updates = config.interaction.injection.later_full is LaterFull.UPDATE
     for plan in plans:
         click.echo("")
         click.echo(click.style(_header(plan), bold=True))
         injected = plan.prompt if plan.injection == InjectionKind.FULL else None
-        update = update_text(held, injected)
+        update = update_text(held, injected) if as_updates else None
         if update is not None and not full:  # what the persona is sent: the parts that changed
             click.echo(_indent(update))
         elif (injected is not None or full) and plan.prompt is not None:

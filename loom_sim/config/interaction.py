@@ -33,6 +33,13 @@ DEFAULT_INTERVENTION = (
 )
 
 
+class LaterFull(StrEnum):
+    """How a full injection after the first reaches the persona."""
+
+    UPDATE = "update"
+    SYSTEM_PROMPT = "system_prompt"
+
+
 class InjectionSpec(Section):
     frequency: int = Field(
         5, ge=1, description="Full scaffolding is injected at turns 0, f, 2f, ..."
@@ -55,6 +62,17 @@ class InjectionSpec(Section):
             "Also inject the full scaffolding on the first turn of every phase. When false, "
             "that turn gets a reminder carrying the new phase's MUST DO instead (the prompt "
             "in force keeps the old phase's until the next full injection)."
+        ),
+    )
+    later_full: LaterFull = Field(
+        LaterFull.UPDATE,
+        strict=False,
+        description=(
+            "How a full injection after the first reaches the persona: `update` (the parts of "
+            "the prompt that changed, added to the message its turn answers and kept in the "
+            "history, so the prompt keeps its prefix and a prompt cache holds) or "
+            "`system_prompt` (the whole prompt replaces the system prompt, and a model reads "
+            "all of it again)."
         ),
     )
 

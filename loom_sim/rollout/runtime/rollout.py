@@ -29,6 +29,7 @@ from loom_sim.actors.embedder import Embedder, needs_embeddings
 from loom_sim.assembler import Assembler, InjectionKind, PromptBlocks
 from loom_sim.assembler.rendering import TEMPLATE_VERSION
 from loom_sim.assembler.update import update_text
+from loom_sim.config.interaction import LaterFull
 from loom_sim.config.spec import LoomConfig, OpenerRole, TriggerEnd
 from loom_sim.errors import LoomError, describe
 from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
@@ -121,6 +122,7 @@ class Rollout:
         self._pending_emergency: str | None = None
         self._in_force: InForce | None = None  # the prompt in force, by reference
         self._held: PromptBlocks | None = None  # and its blocks: a new one is told as a change
+        self._as_updates = spec.config.interaction.injection.later_full is LaterFull.UPDATE
         self._offered: frozenset[str] = frozenset()  # revelations that prompt offers
         self._revealed: set[str] = set()  # revelations the persona has made
         self._failures_in_a_row = 0
@@ -260,7 +262,7 @@ class Rollout:
             attempt=current.attempt,
             injection=plan.injection,
             scaffolding=injected.render() if injected is not None else None,
-            update=update_text(self._held, injected),
+            update=update_text(self._held, injected) if self._as_updates else None,
             reminder=plan.reminder,
             emergency=plan.emergency,
             vary=current.vary,
