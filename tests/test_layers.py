@@ -74,3 +74,31 @@ def test_the_contract_catches_one_system_importing_another(tmp_path):
     result = _check_layers().check(root, tmp_path / "laid")
     assert result.returncode != 0
     assert "loom_sim.debate.sideways -> loom_sim.harness.session" in result.stdout
+
+
+def test_every_loom_sim_module_imported_exists_as_installed(tmp_path):
+    """A development install also finds ``actors/rollout`` as ``loom_sim.actors.rollout``; a
+    wheel installs it as ``loom_sim.rollout.actors`` only. An import by the first name passes
+    every test but the wheel's (and import-linter and mypy skip a module they cannot find), so
+    each ``loom_sim`` module imported anywhere must exist in the layout a wheel installs."""
+    import ast
+
+    layout = _installed_layout(tmp_path)
+    modules = {
+        ".".join(path.relative_to(layout).with_suffix("").parts).removesuffix(".__init__")
+        for path in (layout / "loom_sim").rglob("*.py")
+    }
+    missing = []
+    sources = [*layout.rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] == "loom_sim" and name not in modules:
+                    missing.append(f"{path.name}:{node.lineno} imports {name}")
+    assert not missing, missing

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from loom_sim.actors.rollout.persona_view import PersonaView
+from loom_sim.rollout.actors.persona_view import PersonaView
 
 from loom_sim.assembler import Assembler, PromptBlocks
 from loom_sim.assembler.update import apply_update, prompt_update, sections, update_text

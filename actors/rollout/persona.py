@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.actors.history import Generation
-from loom_sim.actors.rollout.persona_view import PersonaView
+from loom_sim.rollout.actors.persona_view import PersonaView
 
 from loom_sim.config.interaction import LaterFull
 from loom_sim.messages import Body, Heard, Speak, Utterance

@@ -51,9 +51,10 @@ class RejectedDraft(msgspec.Struct, frozen=True):
 
 
 class InForce(msgspec.Struct, frozen=True, omit_defaults=True):
-    """The persona's system prompt in force at a turn: its hash and the turn whose full
-    injection sent it. The blocks themselves are kept only on that turn (``blocks``); every
-    other turn refers to it, so ``turns.jsonl`` does not repeat them."""
+    """The persona's prompt in force at a turn (its system prompt, read with the updates
+    after it): its hash and the turn whose full injection sent it. The blocks themselves are
+    kept only on that turn (``blocks``); every other turn refers to it, so ``turns.jsonl``
+    does not repeat them."""
 
     hash: str
     since: int
@@ -92,7 +93,7 @@ class TurnRecord(msgspec.Struct, frozen=True):
     adversary: AdversaryMove | None = None  # the move behind `interlocutor`, in adversary runs
     probe_outcome: ProbeOutcome | None = None  # the verdict on an earlier probe, reported now
     scores: dict[str, Score] = msgspec.field(default_factory=dict)  # by scorer, after scoring
-    scaffolding: InForce | None = None  # the system prompt in force (None: recorded before it)
+    scaffolding: InForce | None = None  # the prompt in force (None: recorded before it)
     vary: str | None = None  # the re-prompt the committed message was written under
     revealed: list[str] = msgspec.field(default_factory=list)  # topics this message revealed
     # Another tool's scores of this turn, by scorer (an imported transcript's own judge): kept

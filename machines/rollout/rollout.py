@@ -71,7 +71,7 @@ ROLLOUT = MACHINES.add(
             "message",
             "monitor": "the committed exchange joins the monitor's windows",
             "score": "trigger conditions judged, usage and cost counted, the turn appended to "
-            "`turns.jsonl` (with the system prompt in force: its blocks on the turn that "
+            "`turns.jsonl` (with the prompt in force: its blocks on the turn that "
             "injected them, a reference on the others), stop conditions checked",
             "done": "max turns, the last phase ended (phase-gated), cost or runtime budget, "
             "consecutive failed turns",

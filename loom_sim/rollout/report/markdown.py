@@ -298,9 +298,9 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
     lines = [
         "## Following the plan",
         "",
-        "Each turn is judged against the instructions the persona actually had: the system "
-        "prompt in force (the full injection of turn *since*, by hash) and the notes sent with "
-        "the message. A MUST DO from another phase than the turn's is *stale*.",
+        "Each turn is judged against the instructions the persona actually had: the prompt "
+        "in force (the full injection of turn *since*, by hash) and the notes sent with the "
+        "message. A MUST DO from another phase than the turn's is *stale*.",
         "",
     ]
     for r in data["rollouts"]:

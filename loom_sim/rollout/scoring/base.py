@@ -136,8 +136,8 @@ class TurnView:
         return self.assembler.plan(self.record.turn, self.record.fired)
 
     def instructions(self) -> Instructions:
-        """What the persona was actually told for this turn: the system prompt in force (a
-        full injection's, possibly turns old) and the notes sent with the message. Judge
+        """What the persona was actually told for this turn: the prompt in force (a full
+        injection's, possibly turns old) and the notes sent with the message. Judge
         fidelity and trajectory against this, not :meth:`plan`."""
         return instructions_at(self.records, self.index, self.config, self.assembler)
 
