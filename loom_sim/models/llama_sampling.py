@@ -67,13 +67,22 @@ class CheckFirstSampler:
 
 @cache
 def check_first_llama() -> type:
-    """``llama_cpp.Llama`` whose grammar-held sampling checks the sampled token first (built on
-    first use: importing this module loads no llama.cpp)."""
+    """``llama_cpp.Llama`` whose grammar-held sampling checks the sampled token first, and
+    which reads a draft of its reply in one batch (:mod:`~loom_sim.models.llama_drafts`).
+    Built on first use: importing this module loads no llama.cpp."""
     from llama_cpp import Llama
     from llama_cpp import _internals as internals
 
+    from loom_sim.models.llama_drafts import read_draft
+
     class CheckFirstLlama(Llama):
         check_first = False  # on only inside ``checking_first``
+        drafted_at: int | None = None  # where a draft's batch starts (llama_drafts)
+
+        def eval(self, tokens: Any) -> None:
+            # A draft's batch is read with logits at every position (llama_drafts).
+            if not read_draft(self, list(tokens)):
+                super().eval(tokens)
 
         def _init_sampler(self, *args: Any, **kwargs: Any) -> Any:
             grammar = kwargs.get("grammar")

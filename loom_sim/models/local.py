@@ -53,6 +53,7 @@ from loom_sim.models.gguf import (
     runnable_path,
 )
 from loom_sim.models.json_repair import parse_for_schema
+from loom_sim.models.llama_drafts import drafting
 from loom_sim.models.llama_json import most_sampled, plan_answer, write_answer
 from loom_sim.models.llama_states import PromptStates
 from loom_sim.models.openai import schema_instruction
@@ -334,6 +335,10 @@ class LocalLlamaClient:
                     written = self._write_json(model, llama, messages, request, keys)
                 if written is not None:
                     return written
+                if request.json_schema is None:
+                    # Prose: drafted from its context, checked a batch at a time (llama_drafts).
+                    with drafting(llama):
+                        return llama.create_chat_completion(messages, **kwargs)
                 try:
                     return llama.create_chat_completion(messages, **kwargs)
                 except (ValueError, RuntimeError) as exc:
