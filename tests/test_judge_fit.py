@@ -65,6 +65,28 @@ async def test_the_judgement_says_what_its_judge_did_not_read():
     assert sum(model.count_tokens(m.content) for m in model.calls[0].messages) <= 1200 - 100
 
 
+async def test_the_window_is_fitted_beside_what_the_answer_may_take_not_what_was_asked():
+    """A client that says its answers are short (the embedded model writes a schema's keys and
+    short values, far below a judge's max_tokens) keeps the whole window where the room asked
+    for would have cut it, and the judge would have read its transcript again from the start."""
+
+    def request():
+        return Judge(turn=6, rubric="Rate it.", window=window(6, 350), schema=SCHEMA, rubric_id="r")
+
+    whole = FakeModel(lambda r: '{"score": 1, "reason": "ok"}')
+    whole.context_tokens = 1 << 20
+    await JudgeActor(whole, SeedSource(1, 0), max_tokens=400).handle(request())
+    needed = sum(whole.count_tokens(m.content) for m in whole.calls[0].messages)
+    for room, cut in ((None, True), (40, False)):
+        model = FakeModel(lambda r: '{"score": 1, "reason": "ok"}')
+        model.context_tokens = needed + 200  # room for 200 tokens of answer, not for 400
+        if room is not None:
+            model.answer_tokens = lambda schema, max_tokens: room
+        result = await JudgeActor(model, SeedSource(1, 0), max_tokens=400).handle(request())
+        assert isinstance(result, Judgement) and result.ok
+        assert (result.fitted is not None) is cut, (room, result.fitted)
+
+
 @pytest.mark.slow
 async def test_the_embedded_judge_scores_a_window_of_long_replies():
     from loom_sim.models.local import LocalLlamaClient

@@ -162,3 +162,17 @@ def test_the_written_prompt_is_the_chat_templates(client):
         tokens = model.chat_prompt(messages)
         llama.create_chat_completion(messages, max_tokens=1, temperature=0.0)
         assert list(llama._input_ids[: len(tokens)]) == tokens
+
+
+def test_what_an_answer_may_take_bounds_what_it_takes(client):
+    """A judge fits its window to the context minus what its answer may take
+    (``answer_tokens``): an answer longer than that would not fit, and a bound far above what
+    answers take cuts windows, and the judge reads its transcript again from the start. The
+    bound holds over every judge's schema, at temperatures where lists and reasons run on."""
+    trio.run(client.preload)
+    bounds = {name: client.answer_tokens(schema, 400) for name, schema in judge_schemas().items()}
+    assert bounds["joint"] < 400 * 0.85  # it was 400 (what was asked), then 453 (keys twice)
+    for name, schema in judge_schemas().items():
+        for temperature, seed in ((0.0, 7), (1.2, 1), (1.2, 2), (1.6, 3)):
+            response = ask(client, schema, temperature=temperature, seed=seed)
+            assert response.usage.output_tokens <= bounds[name], (name, temperature, seed)

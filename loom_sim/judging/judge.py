@@ -19,6 +19,7 @@ from loom_sim.models.base import (
     ChatMessage,
     ModelClient,
     Preloadable,
+    answer_tokens,
     enforces_schema,
     schema_text,
 )
@@ -59,7 +60,10 @@ async def judge(
     window, fitted = fit_window(
         request.window,
         lambda turns: system_tokens + model.count_tokens(user_prompt(turns)),
-        model.context_tokens - max_tokens - TEMPLATE_SLACK,
+        # What the answer may take, not what was asked: the embedded model writes a schema's
+        # keys and short values, far less than ``max_tokens``, and a window cut for room the
+        # answer never uses would make the judge read the window again from its start.
+        model.context_tokens - answer_tokens(model, request.schema, max_tokens) - TEMPLATE_SLACK,
     )
     user = user_prompt(window)
     answer = await ask_json(

@@ -58,6 +58,15 @@ def greedy_is_deterministic(model: object) -> bool:
     return bool(getattr(model, "greedy_is_deterministic", False))
 
 
+def answer_tokens(model: object, schema: Mapping[str, Any], max_tokens: int) -> int:
+    """The most tokens ``model`` may write answering a request of ``schema`` with
+    ``max_tokens``: what a prompt must leave free of its context. A client that writes less
+    than asked (the embedded model writes a schema's keys and short values) says so with an
+    ``answer_tokens`` method; otherwise it is ``max_tokens``."""
+    method = getattr(model, "answer_tokens", None)
+    return int(method(schema, max_tokens)) if callable(method) else max_tokens
+
+
 def counts_exactly(model: object) -> bool:
     """Whether ``model.count_tokens`` is its tokenizer's count now (an in-process model
     estimates until it is loaded)."""

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Plan", "Written", "most_sampled", "plan_answer", "write_answer"]
+__all__ = ["Plan", "Written", "most_sampled", "most_written", "plan_answer", "write_answer"]
 
 # ─── the schema, as something to write ──────────────────────────────────────
 
@@ -42,11 +42,17 @@ class Choice:
     literals: tuple[str, ...]
 
 
+#: The most tokens a number of no narrower grammar is written in.
+_NUMBER_TOKENS = 24
+
+
 @dataclass(frozen=True)
 class Number:
-    """A number written digit by digit, under ``grammar`` (a GBNF expression)."""
+    """A number written digit by digit, under ``grammar`` (a GBNF expression), in at most
+    ``most`` tokens (its closer included)."""
 
     grammar: str
+    most: int = _NUMBER_TOKENS
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ def plan_answer(schema: Any) -> Plan | None:
     if kind == "number":
         nonnegative = isinstance(low, int | float) and low >= 0
         if nonnegative and isinstance(high, int | float) and high <= 1:
-            return Number(_UNIT)
+            return Number(_UNIT, most=6)  # "0.125" or "1.000", and a closer
         return Number(_UNSIGNED if nonnegative else _DECIMAL)
     return None
 
@@ -243,7 +249,7 @@ class _Writer:
         end = _any_of(list(closers)) if closers else None
         if isinstance(plan, Number):
             grammar = f"({plan.grammar}) {end}" if end else f"({plan.grammar})"
-            text = self.sample(grammar, _NUMBER_TOKENS, lambda t: bool(t) and t[-1] in closers)
+            text = self.sample(grammar, plan.most, lambda t: bool(t) and t[-1] in closers)
             return text[-1] if text and text[-1] in closers else ""
         literals = plan.literals
 
@@ -340,7 +346,6 @@ class _Writer:
         return b"".join(self.parts).decode("utf-8", errors="replace")
 
 
-_NUMBER_TOKENS = 24
 #: A string's characters up to its closing quote: no escapes, no control characters.
 _TEXT = r'[^"\\\x00-\x1f]* "\""'
 
@@ -365,12 +370,35 @@ def most_sampled(plan: Plan, text_tokens: int) -> int:
     if isinstance(plan, Choice):
         return _longest(plan.literals) + 1
     if isinstance(plan, Number):
-        return _NUMBER_TOKENS
+        return plan.most
     if isinstance(plan, Text):
         return _text_room(plan, text_tokens) + 1
     item = most_sampled(plan.item, text_tokens) + 1  # an item and its separator
     most = max(text_tokens + item, plan.min_items * item)
     return most if plan.max_items is None else min(most, plan.max_items * item)
+
+
+def most_written(plan: Plan, text_tokens: int, tokens_of: Callable[[str], int]) -> int:
+    """The most tokens of structure writing ``plan`` may read (keys, braces, quotes and
+    separators, as :class:`_Writer` writes them; ``tokens_of`` counts a piece's tokens). With
+    :func:`most_sampled`, what an answer may take of the context: less than half of what the
+    skeleton answer's tokens twice over allowed for a judge's answer."""
+    if isinstance(plan, Fields):
+        pieces = 1  # the closing brace, when the model did not write it
+        for index, (name, sub) in enumerate(plan.fields):
+            key = json.dumps(name, ensure_ascii=False)
+            lead = tokens_of(f"{{{key}: ") if index == 0 else tokens_of(f", {key}: ")
+            # +1: a piece read together with the one before it may split differently
+            pieces += lead + 1 + most_written(sub, text_tokens, tokens_of)
+        return pieces
+    if isinstance(plan, Text):
+        return 2  # its opening quote, and a closing one when its room runs out
+    if isinstance(plan, Items):
+        # Each item takes at least one sampled token of the list's shared room.
+        count = text_tokens if plan.max_items is None else plan.max_items
+        count = max(count, plan.min_items)
+        return 2 + count * (2 + most_written(plan.item, text_tokens, tokens_of))
+    return 0  # a literal or a number is sampled, closer and all
 
 
 def write_answer(

@@ -54,7 +54,7 @@ from loom_sim.models.gguf import (
 )
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.llama_drafts import drafting
-from loom_sim.models.llama_json import most_sampled, plan_answer, write_answer
+from loom_sim.models.llama_json import Plan, most_sampled, most_written, plan_answer, write_answer
 from loom_sim.models.llama_states import PromptStates
 from loom_sim.models.openai import schema_instruction
 
@@ -235,6 +235,21 @@ def _skeleton(schema: Any) -> Any:
     return "" if schema.get("type") == "string" else 0
 
 
+def _text_room(max_tokens: int, keys: int) -> int:
+    """The embedded model's room for each free-text value of a JSON answer written by its
+    schema, asked for ``max_tokens`` with ``keys`` tokens of structure."""
+    return min(max(max_tokens - keys, 16), EMBEDDED_TEXT_TOKENS)
+
+
+def _most_answer(llama: Any, plan: Plan, room: int) -> int:
+    """The most tokens an answer written by ``plan`` takes, each text value ``room`` tokens."""
+
+    def tokens_of(text: str) -> int:
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    return most_written(plan, room, tokens_of) + most_sampled(plan, room)
+
+
 def _skeleton_tokens(llama: Any, schema: dict[str, Any]) -> int:
     """Tokens of the schema's skeleton answer, as the model writes it: its room for keys."""
     text = json.dumps(_skeleton(schema))
@@ -280,6 +295,21 @@ class LocalLlamaClient:
         if llama is None:
             return (len(text) + 3) // 4
         return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def answer_tokens(self, schema: dict[str, Any], max_tokens: int) -> int:
+        """The most tokens a JSON answer of ``schema`` may take (:func:`~loom_sim.models.base.
+        answer_tokens`): the embedded model's is capped far below what judges ask (its keys
+        and a sentence a value); another model may write ``max_tokens``."""
+        llama = self._model.llama
+        if self.spec != "local/smollm2" or llama is None:
+            return max_tokens
+        keys = _skeleton_tokens(llama, schema)
+        capped = min(max_tokens, keys + EMBEDDED_JSON_SLACK)  # held to one grammar
+        plan = plan_answer(schema)
+        if plan is None:
+            return capped
+        # Written by its schema: what ``_write_json`` keeps free beside the prompt.
+        return max(capped, _most_answer(llama, plan, _text_room(max_tokens, keys)))
 
     async def aclose(self) -> None:
         return None  # the model stays loaded for the process: other clients may share it
@@ -377,11 +407,11 @@ class LocalLlamaClient:
             return None
         room = max(request.max_tokens - keys, 16)
         if self.spec == "local/smollm2":
-            room = min(room, EMBEDDED_TEXT_TOKENS)
+            room = _text_room(request.max_tokens, keys)
         # Near the end of the context, less room for text; the keys themselves must fit.
-        while room > 1 and len(prompt) + 2 * keys + most_sampled(plan, room) > model.n_ctx:
+        while room > 1 and len(prompt) + _most_answer(llama, plan, room) > model.n_ctx:
             room //= 2
-        if len(prompt) + 2 * keys + most_sampled(plan, room) > model.n_ctx:
+        if len(prompt) + _most_answer(llama, plan, room) > model.n_ctx:
             raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window")
         written = write_answer(
             llama, prompt, plan, temperature=request.temperature, seed=request.seed,
