@@ -14,10 +14,11 @@ model's own distribution rather than one renormalised over the allowed tokens �
 approximation llama.cpp makes. So it is used where that does not matter: the values of a JSON
 answer written by its schema (a score, a number, a reason; :mod:`~loom_sim.models.llama_json`
 asks for it with :func:`checking_first`). A prose reply under a grammar — a debate message, a
-persona's answer — keeps the library's chain: there the draw is what the speaker says, and its
-distribution is what the debates' measured failure rates rest on. Requests with repetition
-penalties, logit processors or mirostat keep it too: the check-first sampler would have to
-undo what those samplers remember of a refused token.
+persona's answer — keeps the library's draw: there the draw is what the speaker says, and its
+distribution is what the debates' measured failure rates rest on. It is made without filtering
+the whole vocabulary too, from the model's best tokens the grammar allows
+(:mod:`~loom_sim.models.llama_allowed`). Requests with repetition penalties, logit processors
+or mirostat keep the library's chain as it is: those samplers remember what they are shown.
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ class CheckFirstSampler:
 
 @cache
 def check_first_llama() -> type:
-    """``llama_cpp.Llama`` whose grammar-held sampling checks the sampled token first, and
-    which reads a draft of its reply in one batch (:mod:`~loom_sim.models.llama_drafts`).
+    """``llama_cpp.Llama`` whose grammar-held sampling filters no more of the vocabulary than
+    it needs: inside :func:`checking_first` it checks the sampled token first, elsewhere it
+    draws the library's token from the grammar's best (:mod:`~loom_sim.models.llama_allowed`);
+    and which reads a draft of its reply in one batch (:mod:`~loom_sim.models.llama_drafts`).
     Built on first use: importing this module loads no llama.cpp."""
     from llama_cpp import Llama
     from llama_cpp import _internals as internals
 
+    from loom_sim.models.llama_allowed import top_allowed_sampler
     from loom_sim.models.llama_drafts import read_draft
 
     class CheckFirstLlama(Llama):
@@ -87,21 +91,24 @@ def check_first_llama() -> type:
         def _init_sampler(self, *args: Any, **kwargs: Any) -> Any:
             grammar = kwargs.get("grammar")
             neutral = (
-                self.check_first
-                and not args
+                not args
                 and kwargs.get("repeat_penalty", 1.0) == 1.0
                 and kwargs.get("frequency_penalty", 0.0) == 0.0
                 and kwargs.get("presence_penalty", 0.0) == 0.0
                 and kwargs.get("logits_processor") is None
                 and kwargs.get("mirostat_mode", 0) == 0
+                and kwargs.get("temp", 0.8) >= 0.0
             )
-            held = super()._init_sampler(*args, **kwargs)
             if grammar is None or not neutral:
-                return held
-            free = super()._init_sampler(**{**kwargs, "grammar": None})
+                return super()._init_sampler(*args, **kwargs)
             check = internals.LlamaSampler()
             check.add_grammar(self._model, grammar)
-            return CheckFirstSampler(free, held, check)
+            if self.check_first:
+                held = super()._init_sampler(*args, **kwargs)
+                free = super()._init_sampler(**{**kwargs, "grammar": None})
+                return CheckFirstSampler(free, held, check)
+            # The library's draw, from the grammar's best tokens only (llama_allowed).
+            return top_allowed_sampler(self, check, kwargs)
 
     return CheckFirstLlama
 
