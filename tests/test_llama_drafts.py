@@ -25,6 +25,7 @@ def test_the_draft_follows_the_latest_occurrence_of_the_last_tokens():
     #                0  1  2  3  4  5  6  7  8  9
     context = ids(5, 6, 7, 1, 5, 6, 8, 9, 5, 6)
     assert propose(context, 10, 3).tolist() == [8, 9, 5, 6]  # after the 5 6 at 4-5, not 0-1
+    assert propose(context, 10, 3, shortest=3).tolist() == []  # no earlier 9 5 6
 
 
 def test_a_longer_match_is_preferred_and_the_draft_is_bounded():
@@ -34,6 +35,58 @@ def test_a_longer_match_is_preferred_and_the_draft_is_bounded():
     assert propose(context, 10, 1).tolist() == [7, 1, 2, 3]  # after the latest 3 alone
     assert propose(ids(1, 2, 3), 10, 3).tolist() == []
     assert propose(ids(7), 10, 3).tolist() == []
+
+
+class Slot:
+    """What a draft reads of its Llama: where the tokens read so far end."""
+
+    n_tokens = 100
+    drafted_at = None
+
+
+def test_a_draft_that_does_not_pay_is_followed_by_steps_without_one():
+    from loom_sim.models.llama_drafts import ContextDraft
+
+    looping = np.tile(np.arange(16, dtype=np.intc), 40)  # 0..15 said again and again
+    slot = Slot()
+    draft = ContextDraft(slot, tokens=10)
+
+    def step(read: int) -> int:
+        """The next call after ``read`` tokens were read: the draft's length, 0 for none.
+        As in ``Llama.generate``: the tokens so far are those read and the last sampled."""
+        slot.n_tokens = read
+        return len(draft(looping[: read + 1]))
+
+    assert step(99) == 10 and slot.drafted_at == 99
+    # The model took none of it: that step is its own, then a draft half as long.
+    assert step(100) == 0 and draft.refusals == 1
+    assert step(101) == 5
+    # It took all five: a full draft again.
+    assert step(101 + 5 + 1) == 10 and draft.taken == 5 and draft.refusals == 0
+    # Drafts that do not pay, in a row: 1, 2, 4, 8 steps without one after each.
+    read = 107
+    for pause in (1, 2, 4, 8):
+        read += 1  # took nothing
+        steps = [step(read + i) for i in range(pause)]
+        assert steps == [0] * pause, (pause, steps)
+        read += pause - 1
+        read += 1
+        assert step(read) > 0
+    assert draft.size == 1  # halved each time, never below one token
+
+
+def test_prose_that_does_not_repeat_itself_is_not_drafted():
+    from loom_sim.models.llama_drafts import ContextDraft
+
+    slot = Slot()
+    draft = ContextDraft(slot)
+    rng = np.random.default_rng(1)
+    prose = rng.integers(0, 49_152, size=300).astype(np.intc)
+    prose[200:203] = prose[50:53]  # a three-token phrase said again is not a loop
+    for end in range(150, 300):
+        slot.n_tokens = end - 1
+        assert len(draft(prose[:end])) == 0
+    assert draft.batches == 0
 
 
 @pytest.fixture(scope="module")
