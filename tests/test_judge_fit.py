@@ -81,7 +81,7 @@ async def test_the_window_is_fitted_beside_what_the_answer_may_take_not_what_was
         model = FakeModel(lambda r: '{"score": 1, "reason": "ok"}')
         model.context_tokens = needed + 200  # room for 200 tokens of answer, not for 400
         if room is not None:
-            model.answer_tokens = lambda schema, max_tokens: room
+            model.answer_tokens = lambda schema, max_tokens, room=room: room
         result = await JudgeActor(model, SeedSource(1, 0), max_tokens=400).handle(request())
         assert isinstance(result, Judgement) and result.ok
         assert (result.fitted is not None) is cut, (room, result.fitted)
