@@ -60,9 +60,7 @@ class TopAllowedSampler:
         size = len(allowed)
         data = (llama_cpp.llama_token_data * size)()
         for i, token in enumerate(allowed):
-            data[i].id = int(token)
-            data[i].logit = float(logits[token])
-            data[i].p = 0.0
+            data[i] = llama_cpp.llama_token_data(token, float(logits[token]), 0.0)
         array = llama_cpp.llama_token_data_array(data, size, -1, True)
         llama_cpp.llama_sampler_apply(self.tail.sampler, ctypes.byref(array))
         token = int(data[array.selected].id)

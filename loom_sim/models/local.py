@@ -365,8 +365,10 @@ class LocalLlamaClient:
                     written = self._write_json(model, llama, messages, request, keys)
                 if written is not None:
                     return written
-                if request.json_schema is None:
-                    # Prose: drafted from its context, checked a batch at a time (llama_drafts).
+                if request.json_schema is None and request.grammar is None:
+                    # Free prose: drafted from its context, read a batch at a time
+                    # (llama_drafts). Prose under a grammar keeps the library's exact draw
+                    # (llama_allowed), which a batch's rounding could tip at a boundary.
                     with drafting(llama):
                         return llama.create_chat_completion(messages, **kwargs)
                 try:
