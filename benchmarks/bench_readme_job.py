@@ -12,30 +12,32 @@ The embedded model's replies depend on the seed, and so does how often a persona
 re-prompted or its history cut: compare the same seeds, on a quiet machine (the load average
 is printed with the figures).
 
-Figures (2-core machine, quiet apart from the job, load average 1.8-2.0, seeds 1-5; each
-seed run before and after in turn, as this machine's speed drifts by the hour). Before:
-3bd1251. After: a full injection after the persona's first is sent as an update of the parts
-that changed, kept in its history (assembler/update.py), instead of a new system prompt that
-the model reads again from the start:
+Figures (2-core machine, quiet apart from the job, load average 1.8-2.0). Before: 7a830a5.
+After: free prose replies drafted from their own context where they repeat it
+(models/llama_drafts.py), prose under a grammar drawn from the grammar's 40 best tokens without
+filtering the vocabulary (models/llama_allowed.py; the same replies), and the judge's window
+fitted beside what its answer may take rather than the 400 tokens it asks for (the last turns
+no longer lose a turn of their window and read the transcript again).
 
 Seconds, the job (rollout + the rest):
 
 | seed | before | after |
 | --- | --- | --- |
-| 1 | 144.9 (88.8 + 56.1) | 142.0 (81.8 + 60.2) |
-| 2 | 131.6 (81.5 + 50.1) | 123.0 (76.6 + 46.4) |
-| 3 | 116.8 (77.5 + 39.3) | 122.8 (71.3 + 51.5) |
-| median of 1-3 | 131.6 (81.5 + 50.1) | 123.0 (76.6 + 51.5) |
-| 4 | 130.9 (82.4 + 48.5) | 109.0 (59.9 + 49.1) |
-| 5 | 124.4 (79.7 + 44.7) | 112.1 (66.6 + 45.5) |
-| median of 1-5 | 130.9 (81.5 + 48.5) | 122.8 (71.3 + 49.1) |
+| 1 | 119.6 (65.8 + 53.8) | 125.1 (63.6 + 61.5) |
+| 2 | 130.0 (78.8 + 51.2) | 97.9 (47.0 + 50.9) |
+| 3 | 141.1 (88.7 + 52.4) | 86.2 (45.5 + 40.7) |
+| median of 1-3 | 130.0 | 97.9 |
 
-The rollout is faster on every seed (median 81.5 -> 71.3 s): the persona's prompt tokens read
-fell by 38% on seed 3 (16.4k -> 10.1k, profiled). What it writes follows the conversation,
-which changed with what the persona sees (seed 3: 1.6k -> 2.0k tokens generated, more drafts at
-the embedded model's 128-token cap), and so does the scoring. Model calls fill ~98% of the
-job's wall time; on seed 3 after, 5.6k tokens generated (persona and interlocutor replies, the
-judge's JSON) against 31k read.
+The before runs were each alternated with a run of the same seed at an intermediate commit
+(cc16379: drafts from matches down to one token; median 107.7 s); the after runs came an hour
+later, one after another (a second set: 114.8, 96.6, 97.3 s, median 97.3). Seed 1's
+conversation is the longest after the change, and its scoring the slowest (61.5 s). Where the
+time goes (seed 1, profiled before the change): model calls fill ~98% of the wall time; the
+persona's and interlocutor's replies, at the embedded model's 128-token cap, repeat their
+context a great deal, which is where drafts pay.
+
+Earlier (3bd1251 -> 7a830a5, a later full injection sent as an update of the parts that
+changed): median of seeds 1-5 130.9 -> 122.8 s.
 """
 
 from __future__ import annotations
