@@ -25,7 +25,7 @@ import trio
 
 from loom_sim.config.spec import LoomConfig
 from loom_sim.core.reply import ReplySlot
-from loom_sim.errors import LoomError
+from loom_sim.errors import LoomError, bounded
 from loom_sim.messages import (
     Body,
     Envelope,
@@ -38,6 +38,7 @@ from loom_sim.messages import (
 )
 from loom_sim.models.base import ModelClient
 from loom_sim.plugins.actors import ACTORS
+from loom_sim.redaction import redact
 from loom_sim.seeds import SeedSource
 from loom_sim.store.records import TurnRecord
 from loom_sim.store.trace import TraceRecorder
@@ -173,7 +174,9 @@ class Post:
             await inbox.send((envelope, slot))
         result = await slot.receive()
         if isinstance(result, Exception):
-            failure = Failure(recipient, str(result) or type(result).__name__, _kind(result))
+            # The trace is a file: the message redacted, and cut (a repr may run to megabytes).
+            text = redact(str(result) or type(result).__name__)
+            failure = Failure(recipient, bounded(text, 2_000), _kind(result))
             self._envelope(recipient, sender, turn, failure, envelope.id)
             raise result
         self._envelope(recipient, sender, turn, result, envelope.id)

@@ -19,8 +19,10 @@ from typing import NamedTuple
 
 import click
 
+from loom_sim.core.allocator import tune as tune_allocator
 from loom_sim.core.signals import sigterm_as_ctrl_c
-from loom_sim.errors import LoomError
+from loom_sim.errors import MESSAGE_LIMIT, LoomError, describe
+from loom_sim.redaction import redact
 
 
 class Command(NamedTuple):
@@ -163,7 +165,9 @@ COMMANDS: dict[str, Command] = {
 
 class _UserError(click.ClickException):
     def show(self, file=None) -> None:
-        click.echo(self.format_message(), err=True)
+        # The last stop of every message on its way to the terminal: redacted here too, so a
+        # message built anywhere from a URL the user typed never shows its credentials.
+        click.echo(redact(self.format_message()), err=True)
 
 
 class _Interrupted(_UserError):
@@ -228,11 +232,7 @@ class LoomGroup(click.Group):
                 raise _UserError("\n".join(messages)) from None
             if os.environ.get("LOOM_SIM_DEBUG"):
                 raise
-            first = next(iter(_leaves(group)))
-            raise _UserError(
-                f"internal error ({type(first).__name__}: {first}); this is a loom-sim bug — "
-                "rerun with LOOM_SIM_DEBUG=1 for the traceback and report it"
-            ) from None
+            raise _UserError(_internal_error(next(iter(_leaves(group))), group)) from None
         except KeyboardInterrupt:  # outside the work that handles Ctrl-C itself
             raise _shown(_INTERRUPTED, 130) from None
         except BrokenPipeError:
@@ -242,10 +242,38 @@ class LoomGroup(click.Group):
         except Exception as err:
             if os.environ.get("LOOM_SIM_DEBUG"):
                 raise
-            raise _UserError(
-                f"internal error ({type(err).__name__}: {err}); this is a loom-sim bug — "
-                "rerun with LOOM_SIM_DEBUG=1 for the traceback and report it"
-            ) from None
+            raise _UserError(_internal_error(err, err)) from None
+
+
+def _internal_error(first: BaseException, raised: BaseException) -> str:
+    """The one paragraph a loom-sim bug gets on the terminal: what failed, cut to a few
+    hundred characters (a repr of a token list runs to megabytes), and the file that holds
+    the whole traceback, redacted like everything loom-sim writes."""
+    saved = _save_traceback(raised)
+    where = f"its traceback is in {saved} (or " if saved else "("
+    return (
+        f"internal error ({describe(first, limit=MESSAGE_LIMIT)}); this is a loom-sim bug — "
+        f"{where}rerun with LOOM_SIM_DEBUG=1 to see it here); please report it"
+    )
+
+
+def _save_traceback(exc: BaseException) -> str | None:
+    """Write ``exc``'s traceback under the cache folder (``$XDG_CACHE_HOME/loom-sim/errors``);
+    its path, or None when it cannot be written (the message then says how to see it)."""
+    import traceback
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = Path(base) / "loom-sim" / "errors" / f"{stamp}-{os.getpid()}.txt"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join(traceback.format_exception(exc))
+        path.write_text(redact(f"loom-sim {' '.join(sys.argv[1:])}\n\n{text}"), "utf-8")
+    except OSError:
+        return None
+    return str(path)
 
 
 def _leaves(group: BaseExceptionGroup):
@@ -280,4 +308,5 @@ def _show_notes() -> None:
 
 def main() -> None:
     sigterm_as_ctrl_c()
+    tune_allocator()  # freed memory goes back to the system in long runs
     cli(prog_name="loom-sim")

@@ -45,6 +45,8 @@ EXAMPLES: dict[str, str] = {
     "debate": "loom-sim debate planted_horizon --seed 4",
     "contracts": "loom-sim contracts build planted_horizon",
     "contracts build": "loom-sim contracts build planted_horizon",
+    # studio's help is its own program's (argparse); it ends with this same line
+    "studio": "loom-sim studio --out studio-out --model canned --seed 3",
 }
 
 #: Commands whose ``--help`` is another program's (``studio`` passes every argument on).

@@ -146,14 +146,15 @@ def run(
     session drives the target; every completed turn is written as it completes."""
     ctx = click.get_current_context()
     if resume is not None:
-        given = [f"--{n.replace('_', '-')}" for n in _DEFINING if defining.get(n)]
+        # --target may come again: a target whose credentials the run did not store.
+        given = [f"--{n.replace('_', '-')}" for n in _DEFINING if defining.get(n) and n != "target"]
         if pack_path or given:
             raise LoomError(
                 "--resume continues a run with the settings in its harness.json; leave out "
                 + ", ".join(([pack_path] if pack_path else []) + given)
             )
         ctx.with_resource(hold(resume))  # one writer per folder
-        plan = plan_resume(resume)
+        plan = plan_resume(resume, defining.get("target"))
         base_url = base_url or plan.record.base_url  # redacted: one with credentials is given
         prices = ModelHub(base_url=base_url).prices
         pack, scenarios = plan.pack, [s.scenario for s in plan.sessions]
@@ -184,7 +185,9 @@ def run(
             priced=_priced(checker.prices),
         )
     click.echo(f"run directory: {plan.dir}", err=True)
-    resume_with = command_again(ctx, ["harness", "run", "--resume", str(plan.dir)], _CONTINUING)
+    # A target whose credentials were not stored is given again on resume (as TARGET).
+    keep = (*_CONTINUING, "target") if plan.record.target_secret else _CONTINUING
+    resume_with = command_again(ctx, ["harness", "run", "--resume", str(plan.dir)], keep)
 
     async def main() -> list[dict]:
         async with ModelHub(base_url=base_url, timeout_s=plan.record.timeout_s) as hub:

@@ -16,6 +16,7 @@ import click
 from click.core import ParameterSource
 
 from loom_sim.plugins import Registry
+from loom_sim.redaction import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,8 +112,8 @@ def command_again(ctx: click.Context, words: Sequence[str], keep: Sequence[str])
     """The command line that continues this one: ``loom-sim`` and ``words``, then the options
     named in ``keep`` that were given on this command line, as given, quoted for a shell.
 
-    A base URL with credentials in it is not repeated (it would end up in logs): it is shown
-    as ``URL``, with a note saying so.
+    A base URL or a target with credentials in it is not repeated (it would end up in logs):
+    it is shown as ``URL`` or ``TARGET``, with a note saying so.
     """
     line = ["loom-sim", *words]
     note = ""
@@ -135,6 +136,10 @@ def command_again(ctx: click.Context, words: Sequence[str], keep: Sequence[str])
             if name == "base_url" and _has_credentials(str(item)):
                 line += [flag, "URL"]
                 note = " (URL: the base URL you gave, with its credentials)"
+            elif redact(str(item)) != str(item):  # a target spec with credentials in its URL
+                placeholder = name.upper()
+                line += [flag, placeholder]
+                note = f" ({placeholder}: the {flag} you gave, with its credentials)"
             else:
                 line += [flag, str(item)]
     return shlex.join(line) + note

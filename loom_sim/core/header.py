@@ -3,7 +3,8 @@
 Each system's record (``run.json``, ``probe.json``, ``harness.json``, ``debate.json``,
 ``report.json``) says when it was made, by which command, with which seed and which versions of
 loom-sim, its libraries, its prompt templates and rubrics. The command line and any URL pass
-through :func:`redact_argv` / :func:`redact_url` on the way in, so no system can forget to
+through :func:`~loom_sim.redaction.redact_argv` / :func:`~loom_sim.redaction.redact_url`
+(the one redactor, :mod:`loom_sim.redaction`) on the way in, so no system can forget to
 remove the ``user:password@`` or the ``?key=`` a user typed: a header holds only what was
 redacted when it was made.
 """
@@ -12,15 +13,16 @@ from __future__ import annotations
 
 import functools
 import platform
-import re
 import sys
 from datetime import UTC, datetime
 from importlib import metadata
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
+from loom_sim.redaction import redact_argv, redact_url
+
+__all__ = ["PlanHeader", "plan_header", "redact_argv", "redact_url", "versions"]
+
 _LIBRARIES = ("pydantic", "msgspec", "trio", "httpx", "transitions", "jinja2", "llama-cpp-python")
 
 
@@ -54,27 +56,6 @@ def plan_header(
         template_version=template_version,
         rubric_versions=dict(rubric_versions or {}),
     )
-
-
-def redact_url(url: str | None) -> str | None:
-    """Drop credentials and query strings from a URL before it is written anywhere."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return "<unparseable url>"
-    host = parts.hostname or ""
-    if port:
-        host += f":{port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def redact_argv(argv: list[str] | None) -> list[str]:
-    """The command line with every URL in it redacted, wherever it stands in an argument
-    (``--base-url=http://user:pw@host/v1``, ``http:http://…`` target specs alike)."""
-    return [_URL.sub(lambda m: redact_url(m.group(0)) or "", a) for a in (argv or [])]
 
 
 def versions() -> dict[str, str]:

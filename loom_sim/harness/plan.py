@@ -33,6 +33,7 @@ from loom_sim.harness.records import INPUTS_DIR, SESSION_FILE, TARGET_DIR
 from loom_sim.harness.session_file import read_session
 from loom_sim.harness.targets import AdapterContext, target_from_option
 from loom_sim.plugins.adapters import TargetSettings
+from loom_sim.redaction import redact
 from loom_sim.seeds import SeedSource
 from loom_sim.store.artifacts import unique_dir, write_json
 
@@ -59,13 +60,15 @@ class HarnessRecord(msgspec.Struct, kw_only=True):
     seed: int
     repeat: int
     models: dict[str, str]  # role -> spec
-    target: str | None  # --target as given; None: each scenario's own
+    target: str | None  # --target, redacted; None: each scenario's own
     concurrency: int = 1
     timeout_s: float = 120.0
     argv: list[str] = msgspec.field(default_factory=list)  # redacted
     sessions: list[SessionEntry]
     header: PlanHeader | None = None  # the plan header every system's record carries
     base_url: str | None = None  # --base-url, redacted (no credentials, no query)
+    # --target held credentials, which were not stored: a resume is given it again.
+    target_secret: bool = False
 
 
 HARNESS_FORMAT: RecordFormat[HarnessRecord] = RecordFormat(
@@ -173,7 +176,7 @@ def sessions_of(plan_dir: Path, record: HarnessRecord, pack: Pack) -> list[Sessi
                 persona=pack.personas[scenario.persona],
                 policy=scenario.policy or pack.defaults.policy,
                 abilities=list(pack.abilities) if target.offers_abilities else [],
-                target_name=target_name,
+                target_name=redact(target_name),  # a name for records: no credentials
                 target=target,
                 models=record.models,
                 seed=record.seed,
@@ -242,7 +245,8 @@ def plan_run(
         seed=seed,
         repeat=options.repeat,
         models=models,
-        target=options.target,
+        target=redact(options.target) if options.target is not None else None,
+        target_secret=options.target is not None and redact(options.target) != options.target,
         concurrency=options.concurrency,
         timeout_s=options.timeout_s,
         argv=redact_argv(argv),
@@ -264,6 +268,8 @@ def plan_run(
         for item in scenario.inputs:
             shutil.copyfile(loaded.input_path(item), inputs / Path(item).name)
     write_json(folder / HARNESS_FILE, record)
+    # The file keeps the target redacted; the run itself needs it as given.
+    record = msgspec.structs.replace(record, target=options.target)
     return HarnessPlan(folder, record, pack, sessions_of(folder, record, pack))
 
 
@@ -307,7 +313,9 @@ def _capped(pack: Pack, max_turns: int) -> Pack:
     return pack.model_copy(update={"scenarios": scenarios})
 
 
-def plan_resume(folder: Path) -> HarnessPlan:
+def plan_resume(folder: Path, target: str | None = None) -> HarnessPlan:
+    """The plan of the run in ``folder``, to continue it. ``target``: the run's ``--target``
+    given again, for one whose credentials were not stored (it must be the same target)."""
     folder = folder.resolve()
     path = folder / HARNESS_FILE
     if not path.is_file():
@@ -319,6 +327,18 @@ def plan_resume(folder: Path) -> HarnessPlan:
         raise LoomError(
             f"{path} cannot be read ({exc}); it was not written by this loom-sim"
         ) from None
+    if target is not None:
+        if record.target is None or redact(target) != record.target:
+            raise LoomError(
+                f"--target {redact(target)!r} is not the target of {folder} "
+                f"({record.target or 'each scenario its own'}); a resume runs the same target"
+            )
+        record = msgspec.structs.replace(record, target=target)  # in memory only
+    elif record.target_secret:
+        raise LoomError(
+            f"{folder} ran against {record.target!r}, whose credentials were not stored; "
+            f"give the target again: loom-sim harness run --resume {folder} --target TARGET"
+        )
     return HarnessPlan(folder, record, pack, sessions_of(folder, record, pack))
 
 

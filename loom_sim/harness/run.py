@@ -38,6 +38,7 @@ from loom_sim.harness.targets.pty import PtySettings
 from loom_sim.harness.turn import SessionProgress, SessionResult
 from loom_sim.plugins.adapters import TargetSettings
 from loom_sim.plugins.outcomes import DEFAULT_FAILURE_PATTERN
+from loom_sim.redaction import redact_data
 
 
 def _now() -> str:
@@ -78,8 +79,9 @@ def session_record(
         policy=spec.policy.model_dump(mode="json"),
         target=TargetRef(
             name=spec.target_name,
-            settings=spec.target.model_dump(mode="json"),
-            resolved=resolved(spec, spec.target),
+            # what the target was, without the credentials a URL of it may carry
+            settings=redact_data(spec.target.model_dump(mode="json")),
+            resolved=redact_data(resolved(spec, spec.target)),
         ),
         models=spec.models,
         seeds=SessionSeeds(run=spec.seed, session=spec.session_seed),

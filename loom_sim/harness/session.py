@@ -24,6 +24,7 @@ from typing import Any
 import trio
 
 from loom_sim.actors.base import ActorContext, Post, build
+from loom_sim.errors import describe
 from loom_sim.harness.actors.evaluator import EvaluatorSetup, Tally
 from loom_sim.harness.actors.reflector import ReflectorSetup
 from loom_sim.harness.actors.simulated_user import UserSetup
@@ -60,7 +61,6 @@ from loom_sim.harness.turn import (
     SessionResult,
     TurnInProgress,
     attributed,
-    describe,
     leaves,
     observed,
     setup_events,

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from loom_sim.errors import LoomError
 from loom_sim.harness.messages import (
     Action,
     Artifact,
@@ -134,12 +133,6 @@ def leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
     return [exc]
-
-
-def describe(exc: BaseException) -> str:
-    found = leaves(exc)
-    texts = [str(e) if isinstance(e, LoomError) else f"{type(e).__name__}: {e}" for e in found]
-    return "; ".join(dict.fromkeys(texts))
 
 
 def setup_events(setup: SetupRecord) -> list[dict[str, Any]]:

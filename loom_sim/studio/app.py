@@ -136,11 +136,18 @@ def loop(studio: Studio, stdin: TextIO, stdout: TextIO, prompt: str) -> None:
         stdout.write(studio.handle(line).rstrip("\n") + "\n")
 
 
+#: The example that ends ``loom-sim studio --help``.
+EXAMPLE = "loom-sim studio --out studio-out --model canned --seed 3"
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="loom-sim studio",
         description="A small interactive image studio: /use your photos, then diagnose, blend, "
         "bridge, argue... Outputs and events.jsonl go to --out.",
+        # Like every loom-sim command's help, it ends with an example (kept as written).
+        epilog=f"Example:\n\n  {EXAMPLE}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out", type=Path, default=Path("studio-out"), help="output folder")
     parser.add_argument(
