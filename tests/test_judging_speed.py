@@ -14,7 +14,7 @@ import trio
 from loom_sim.judging.judge import judge
 from loom_sim.judging.structured import ask_json, require_keys
 from loom_sim.messages import Judge, WindowTurn
-from loom_sim.models import local
+from loom_sim.models import llama_slots, local
 from loom_sim.models.base import ChatMessage, ModelRequest, ModelResponse, Usage, schema_text
 from loom_sim.models.local import EMBEDDED_JSON_SLACK, EMBEDDED_MAX_TOKENS, LocalLlamaClient
 from loom_sim.models.scripted import ScriptedClient
@@ -39,15 +39,15 @@ SCHEMA = {
 def test_the_embedded_model_runs_from_a_q8_0_copy_made_once(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOM_SIM_CACHE_DIR", str(tmp_path / "cache"))
     shipped = local.embedded_model_path()
-    made = local.runnable_path(shipped)
+    made = llama_slots.runnable_path(shipped)
     assert made.parent == tmp_path / "cache" / "models" and made.name.endswith(".gguf")
     assert "Q8_0" in made.name and made.stat().st_size > shipped.stat().st_size
     assert made.read_bytes()[:4] == b"GGUF"
     stamp = made.stat().st_mtime_ns
-    assert local.runnable_path(shipped) == made and made.stat().st_mtime_ns == stamp  # once
+    assert llama_slots.runnable_path(shipped) == made and made.stat().st_mtime_ns == stamp  # once
     assert not list(made.parent.glob("*.partial"))
     other = tmp_path / "mine.gguf"
-    assert local.runnable_path(other) == other  # a user's own file is run as it is
+    assert llama_slots.runnable_path(other) == other  # a user's own file is run as it is
 
 
 def test_an_unwritable_cache_runs_the_shipped_file(tmp_path, monkeypatch):
@@ -55,7 +55,7 @@ def test_an_unwritable_cache_runs_the_shipped_file(tmp_path, monkeypatch):
     blocker.write_text("a file where the cache folder should be")
     monkeypatch.setenv("LOOM_SIM_CACHE_DIR", str(blocker))
     shipped = local.embedded_model_path()
-    assert local.runnable_path(shipped) == shipped
+    assert llama_slots.runnable_path(shipped) == shipped
 
 
 class Recorder(ScriptedClient):

@@ -148,3 +148,109 @@ def test_a_state_the_new_one_extends_is_dropped_and_the_oldest_goes_first():
     slot.input_ids[:1], slot.n_tokens = [8], 1
     states.before(slot, [9])  # three states do not fit 2,500 bytes: the oldest goes
     assert list(states._states) == [(4,), (8,)]
+
+
+def test_the_state_chosen_to_come_back_survives_the_live_one_filling_the_budget():
+    """The crash of multi-rollout embedded runs: two conversations take turns on the persona's
+    slot, the kept states fill the budget, and the live state kept before a restore pushed the
+    chosen one out (``KeyError`` on the old code). The chosen state is loaded all the same."""
+    states = PromptStates(capacity_bytes=2200, min_tokens=1, snapshot=_Slot.save_state)
+    slot = _Slot([1, 2, 3, 4])
+    states.before(slot, [7, 7, 7])  # keeps (1, 2, 3, 4)
+    slot.input_ids[:3], slot.n_tokens = [7, 7, 7], 3
+    states.before(slot, [8, 8])  # keeps (7, 7, 7): the budget holds two
+    slot.input_ids[:2], slot.n_tokens = [8, 8], 2
+    # Back to the first conversation: keeping (8, 8) is a third state, and the oldest kept,
+    # the one chosen, was the one to go.
+    states.before(slot, [1, 2, 3, 4, 5])
+    assert slot.loaded == [(1, 2, 3, 4)]
+    assert states.restored == 1
+    assert states.size_bytes <= states.capacity_bytes
+
+
+def test_slots_share_one_budget_and_the_least_recently_used_state_of_any_goes_first():
+    from loom_sim.models.llama_states import StateBudget
+
+    budget = StateBudget(2200)
+    a = PromptStates(min_tokens=1, snapshot=_Slot.save_state, budget=budget)
+    b = PromptStates(min_tokens=1, snapshot=_Slot.save_state, budget=budget)
+    slot_a, slot_b = _Slot([1, 1]), _Slot([2, 2])
+    a.before(slot_a, [9])  # a keeps (1, 1)
+    b.before(slot_b, [9])  # b keeps (2, 2)
+    slot_a.input_ids[:1], slot_a.n_tokens = [3], 1
+    a.before(slot_a, [9])  # a keeps (3,): three do not fit, a's (1, 1) was used longest ago
+    assert list(a._states) == [(3,)] and list(b._states) == [(2, 2)]
+    assert budget.size_bytes <= budget.capacity_bytes
+    assert a.evicted == 1 and b.evicted == 0
+
+
+class _Cache:
+    """A llama.cpp slot in miniature, for the property below: it reads a prompt after the
+    prefix its cache shares with it, and its reply depends on every cached entry, so a
+    restored state that did not hold what its tokens say would change the reply."""
+
+    def __init__(self):
+        import numpy as np
+
+        self._np = np
+        self.input_ids = np.zeros(64, dtype=np.intc)
+        self.n_tokens = 0
+        self.kv: list[int] = []
+        self.read = 0
+
+    def reply(self, prompt: list[int]) -> int:
+        keep = shared_prefix(self.input_ids[: self.n_tokens].tolist(), prompt)
+        self.kv = self.kv[:keep]
+        for token in prompt[keep:]:  # each entry depends on the ones before it
+            self.kv.append(hash((self.kv[-1] if self.kv else 0, token)) & 0xFFFF)
+            self.read += 1
+        self.input_ids[: len(prompt)] = prompt
+        self.n_tokens = len(prompt)
+        return hash(tuple(self.kv))
+
+    def save_state(self):
+        class State:
+            pass
+
+        state = State()
+        state.scores = self._np.zeros((1, 1), dtype=self._np.single)
+        state.input_ids = self.input_ids.copy()
+        state.n_tokens = self.n_tokens
+        state.kv = list(self.kv)
+        state.llama_state_size = 100 * self.n_tokens
+        return state
+
+    def load_state(self, state):
+        self.input_ids = state.input_ids.copy()
+        self.n_tokens = state.n_tokens
+        self.kv = list(state.kv)
+
+
+def _prompts():
+    from hypothesis import strategies as st
+
+    # Conversations that branch from a few stems: what turns, re-prompts and probes send.
+    stems = st.lists(st.integers(0, 3), min_size=0, max_size=12)
+    return st.lists(st.tuples(st.integers(0, 3), stems), min_size=1, max_size=25).map(
+        lambda steps: [[stem] * 6 + tail for stem, tail in steps]
+    )
+
+
+def test_kept_states_never_raise_and_never_change_a_reply():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(_prompts(), st.integers(0, 6000), st.integers(1, 12))
+    def check(prompts, capacity, min_tokens):
+        plain, keeping = _Cache(), _Cache()
+        states = PromptStates(capacity, min_tokens=min_tokens, snapshot=_Cache.save_state)
+        for prompt in prompts:
+            expected = plain.reply(prompt)
+            states.before(keeping, prompt)
+            assert keeping.reply(prompt) == expected
+            assert states.size_bytes <= states.capacity_bytes
+            # Both start each prompt from the last one; a restore only ever saves reading.
+            assert keeping.read <= plain.read
+
+    check()

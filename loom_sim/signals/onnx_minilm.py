@@ -34,7 +34,10 @@ import numpy as np
 from loom_sim import cpu
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-BATCH = 32  # texts per ONNX call: sorted by length first, so little of a call is padding
+# Texts per ONNX call, sorted by length first so little of a call is padding. 8, not 32: the
+# attention of a call of 32 long texts held ~200 MiB in ONNX Runtime's arena for the rest of
+# the run, 8 ~45 MiB, and 200 texts took 4.3 s instead of 5.1 s (benchmarks/bench_memory.py).
+BATCH = 8
 
 
 def cache_dir() -> Path:
@@ -124,6 +127,9 @@ class OnnxMiniLM:
         # Idle pool threads would otherwise spin for a while after every call, taking the CPU
         # the event loop (and the model servers) need between batches.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Prepacked copies of the weights held ~18 MiB more for a few per cent of speed on
+        # texts the service batches anyway (benchmarks/bench_memory.py); the vectors are the same.
+        options.add_session_config_entry("session.disable_prepacking", "1")
         self._session = onnxruntime.InferenceSession(
             str(onnx_path), options, providers=["CPUExecutionProvider"]
         )

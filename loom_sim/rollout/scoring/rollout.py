@@ -48,6 +48,10 @@ from loom_sim.store.records import Score, Transcript, TurnRecord
 from loom_sim.store.run_file import RunRecord
 from loom_sim.store.trace import TraceRecorder
 
+#: The roles whose models scoring calls (``judge/…`` slots included): the others' in-process
+#: contexts can go once the rollouts are over (:func:`loom_sim.models.local.release_slots`).
+SCORING_ROLES = ("persona", "judge")
+
 
 class RolloutScorer:
     """Scores one rollout's turns, ``lanes`` of them at once.
