@@ -19,7 +19,6 @@ from typing import NamedTuple
 
 import click
 
-from loom_sim.core.allocator import tune as tune_allocator
 from loom_sim.core.signals import sigterm_as_ctrl_c
 from loom_sim.errors import MESSAGE_LIMIT, LoomError, describe
 from loom_sim.redaction import redact
@@ -308,5 +307,4 @@ def _show_notes() -> None:
 
 def main() -> None:
     sigterm_as_ctrl_c()
-    tune_allocator()  # freed memory goes back to the system in long runs
     cli(prog_name="loom-sim")
