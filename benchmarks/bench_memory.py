@@ -11,7 +11,8 @@ Prints, median of ``--repeat`` processes each:
 * the embedding model (ONNX Runtime) embedding 200 texts 32 or 8 at a time: what its arena
   kept, and the seconds.
 
-Figures (2-core x86 machine with AVX-512, quiet; MiB):
+Figures (2-core x86 machine with AVX-512, quiet; measured by hand with the same probes when the
+changes were made, the four-slot figure with torch imported):
 
 | what | before | after |
 | --- | --- | --- |
@@ -19,7 +20,8 @@ Figures (2-core x86 machine with AVX-512, quiet; MiB):
 | four slots' resident memory, own model -> shared | 1,152 MiB | 689 MiB |
 | embedding 200 texts, 32 -> 8 a call | +204 MiB, 5.1 s | +46 MiB, 4.3 s |
 
-The README job (benchmarks/bench_readme_job.py): peak RSS 2.3 GiB before these changes.
+The README job (benchmarks/bench_readme_job.py, seed 1): peak RSS 2,295 MiB before these changes;
+956-966 MiB after (seeds 1-2) with glibc's map threshold fixed, which was then left alone.
 """
 
 from __future__ import annotations
