@@ -29,7 +29,7 @@ from loom_sim import cpu
 from loom_sim.models.base import ModelError
 from loom_sim.models.gguf import quiet_llama_cpp, runnable_path
 from loom_sim.models.llama_shared import sharing_models
-from loom_sim.models.llama_states import PromptStates
+from loom_sim.models.llama_states import PromptStates, context_size
 
 __all__ = ["CONTEXT_STEP", "PROMPT_BATCH", "REVISITED_SLOTS", "release_slots", "slot"]
 
@@ -102,7 +102,7 @@ class _Loaded:
         wanted = min(self.n_ctx, max(CONTEXT_STEP, -(-tokens // CONTEXT_STEP) * CONTEXT_STEP))
         if self.llama is None:
             self.llama = self._construct(spec, wanted)
-        elif _context_size(self.llama, self.n_ctx) < wanted:
+        elif context_size(self.llama, self.n_ctx) < wanted:
             from loom_sim.models.llama_states import copy_state, restore
 
             state = copy_state(self.llama) if self.llama.n_tokens else None
@@ -231,9 +231,3 @@ def _shared(path: Path, n_ctx: int, slot: str) -> _Loaded:
 def slot(path: Path, n_ctx: int, name: str) -> _Loaded:
     """The slot ``name`` of the model file ``path`` (the first client's ``n_ctx`` wins)."""
     return _shared(path, n_ctx, name)
-
-
-def _context_size(llama: Any, default: int) -> int:
-    """The size of ``llama``'s context (a stand-in without one: ``default``)."""
-    n_ctx = getattr(llama, "n_ctx", None)
-    return int(n_ctx()) if callable(n_ctx) else default

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PromptStates", "StateBudget", "copy_state", "process_budget", "restore"]
+__all__ = ["PromptStates", "StateBudget", "context_size", "copy_state", "process_budget", "restore"]
 
 
 def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -157,7 +157,7 @@ class PromptStates:
         with budget.lock:
             best: _Kept | None = None
             reuse = held
-            room = _context_size(llama)
+            room = context_size(llama)
             for tokens, kept in self._states.items():
                 if len(tokens) > room:  # kept by a larger context than this one is now
                     continue
@@ -264,9 +264,13 @@ def restore(llama: Any, state: Any) -> None:
     llama._seed = state.seed
 
 
-def _context_size(llama: Any) -> int:
+def context_size(llama: Any, default: int | None = None) -> int:
+    """The size of ``llama``'s context; a stand-in without one: ``default``, else the length
+    of its token array."""
     n_ctx = getattr(llama, "n_ctx", None)
-    return int(n_ctx()) if callable(n_ctx) else len(llama.input_ids)
+    if callable(n_ctx):
+        return int(n_ctx())
+    return default if default is not None else len(llama.input_ids)
 
 
 def _bytes(state: Any) -> int:
