@@ -26,6 +26,7 @@ from typing import Any
 import trio
 
 from loom_sim import cpu
+from loom_sim.core.memory import give_back
 from loom_sim.models.base import ModelError
 from loom_sim.models.gguf import quiet_llama_cpp, runnable_path
 from loom_sim.models.llama_shared import sharing_models
@@ -213,6 +214,8 @@ def release_slots(keep: Iterable[str]) -> int:
                 loaded.formatter = None
                 loaded.grammars.clear()  # parsed against the freed context's vocabulary
                 freed += 1
+    if freed:
+        give_back()
     return freed
 
 
