@@ -7,14 +7,25 @@ what a handler decided: the handler's return value is the decision, and the tabl
 where each decision leads (a trigger the table does not allow from that state is a bug, raised
 at once). A new machine is a new table and its handlers; the loop, the table's check (once
 per table), diagram export and the registry (``loom-sim diagram``) are shared.
+
+The `transitions <https://github.com/pytransitions/transitions>`_ library holds and moves
+every machine's state: each spec builds one ``transitions.Machine`` from its table, the first
+time a machine of it is made, and each machine is a model added to it (its ``state`` is the
+library's). Strict: no ``to_<state>`` shortcuts, and a trigger its state does not allow
+raises. The library does not check a table's soundness — a state nobody leaves, a trigger of
+another machine, two rows for one trigger — so the engine checks that itself, once per spec.
+Diagrams come from the library's own diagram support.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+import transitions
 
 from loom_sim.errors import LoomError
 from loom_sim.plugins import Plugin, Registry
@@ -65,38 +76,74 @@ class MachineSpec(Plugin, Generic[T]):
             for source in t.source
         ]
 
+    def rows(self) -> list[dict[str, Any]]:
+        """The table as ``transitions`` reads it: one dict per row, the edge's label (the
+        trigger, and what the handler decided) beside it for the diagrams."""
+        return [
+            {
+                "trigger": t.trigger.value,
+                "source": list(t.source),
+                "dest": t.dest,
+                "label": t.trigger.value + (f" [{t.when}]" if t.when else ""),
+            }
+            for t in self.table
+        ]
+
     def diagram(self, fmt: str = "mermaid") -> str:
-        """The machine as mermaid ``stateDiagram-v2`` text or Graphviz dot source."""
-        if fmt == "mermaid":
-            lines = ["stateDiagram-v2", f"    [*] --> {self.initial}"]
-            lines += [f"    {src} --> {dst}: {label}" for src, dst, label in self.edges()]
-            lines += [f"    {state} --> [*]" for state in self.final]
-            return "\n".join(lines) + "\n"
-        if fmt == "dot":
-            lines = [f"digraph {self.name} {{", "    rankdir=LR;"]
-            lines.append("    node [shape=box, style=rounded];")
-            lines += [f"    {state} [peripheries=2];" for state in self.final]
-            lines += [f'    {src} -> {dst} [label="{label}"];' for src, dst, label in self.edges()]
-            return "\n".join(lines) + "\n}\n"
-        raise ValueError(f"unknown diagram format {fmt!r}; use mermaid or dot")
+        """The machine drawn by ``transitions``' diagram support: mermaid ``stateDiagram-v2``
+        text (needs nothing more), or Graphviz dot source (needs the ``graphviz`` package)."""
+        from loom_sim.machines.diagram import draw
+
+        return draw(self, fmt)
 
 
 #: Every machine, for ``loom-sim diagram`` (the ``loom_sim.machines`` entry points add more).
 MACHINES: Registry[MachineSpec] = Registry("machine", "loom_sim.machines")
 
 
-#: Each machine spec's table, checked the first time a machine of it is made: (source,
-#: trigger) -> destination. Keyed by the spec's id, the spec kept alive with it.
-_CHECKED: dict[int, tuple[MachineSpec, dict[tuple[str, str], str]]] = {}
+class _Built:
+    """What a spec's machines share: its table, checked, and its ``transitions.Machine``."""
+
+    __slots__ = ("dest", "library", "spec")
+
+    def __init__(self, spec: MachineSpec, dest: dict[tuple[str, str], str]):
+        self.spec = spec  # kept alive with its entry: the cache is keyed by its id
+        self.dest = dest
+        self.library = transitions.Machine(
+            model=None,  # models are added per machine
+            states=[{"name": s, "final": s in spec.final} for s in spec.states],
+            initial=spec.initial,
+            transitions=[{k: v for k, v in row.items() if k != "label"} for row in spec.rows()],
+            auto_transitions=False,  # no to_<state>: every move is a row of the table
+            ignore_invalid_triggers=False,  # a trigger its state does not allow raises
+            send_event=True,
+            on_final=self._finished,
+            name=spec.name,
+        )
+
+    def _finished(self, event: Any) -> None:
+        """A machine that reached a final state leaves the library's list of models, which
+        would otherwise hold every rollout's machine for the life of the process."""
+        _forget(self.library, event.model)
 
 
-def _checked_table(spec: MachineSpec) -> dict[tuple[str, str], str]:
-    """``spec``'s table as a lookup, once it is known sound: every state it names is declared,
-    every active state has a way out, every trigger is one of its own, and no trigger leads
-    two ways from one state. Checked once per spec, when its first machine is made."""
-    known = _CHECKED.get(id(spec))
+def _forget(library: transitions.Machine, model: Any) -> None:
+    if model in library.models:
+        library.remove_model(model)
+
+
+#: Each machine spec's table, checked, and its transitions machine, made the first time a
+#: machine of it is made. Keyed by the spec's id, the spec kept alive with it.
+_BUILT: dict[int, _Built] = {}
+
+
+def _built(spec: MachineSpec) -> _Built:
+    """``spec``'s shared parts, once its table is known sound: every state it names is
+    declared, every active state has a way out, every trigger is one of its own, and no trigger
+    leads two ways from one state. Checked once per spec, when its first machine is made."""
+    known = _BUILT.get(id(spec))
     if known is not None:
-        return known[1]
+        return known
 
     def bad(what: str) -> MachineError:
         return MachineError(f"{spec.name} machine: {what}")
@@ -116,29 +163,41 @@ def _checked_table(spec: MachineSpec) -> dict[tuple[str, str], str]:
             if (source, row.trigger.value) in table:
                 raise bad(f"two rows for {row.trigger.value!r} from {source!r}")
             table[(source, row.trigger.value)] = row.dest
-    _CHECKED[id(spec)] = (spec, table)
-    return table
+    built = _BUILT[id(spec)] = _Built(spec, table)
+    return built
+
+
+class _Model:
+    """What a ``transitions.Machine`` moves: the library keeps the state in its ``state``
+    attribute, and binds its trigger methods to it."""
+
+    state: str
 
 
 class Machine(Generic[T]):
     """A machine's state, moved by one method, :meth:`fire`, along its spec's table.
 
-    Firing is a lookup in the table, checked once per spec. The machines use no conditions
-    or callbacks, so a state machine library's event machinery would add only its cost
-    (measured with ``transitions``: ~35 us a fire, ~0.3 ms to build a machine, 256 of them
-    at the start of a 256-rollout run) and checks none of :func:`_checked_table`'s.
+    The state is the ``transitions`` model's; firing is the library's event. Built once per
+    spec, the library's machine costs each machine only adding its model (~60 us) and each
+    fire ~10 us (``benchmarks/bench_rollout_overhead.py``), small beside a model call.
     """
 
     def __init__(self, spec: MachineSpec[T], initial: str | None = None):
         self.spec = spec
-        self._dest = _checked_table(spec)
-        self._state = initial or spec.initial
-        if self._state not in spec.states:
-            raise MachineError(f"{spec.name} machine: no state {self._state!r} to start in")
+        built = _built(spec)
+        self._dest = built.dest
+        self._library = built.library
+        start = initial or spec.initial
+        if start not in spec.states:
+            raise MachineError(f"{spec.name} machine: no state {start!r} to start in")
+        self.model = _Model()
+        self._library.add_model(self.model, initial=start)
+        # A machine dropped before a final state (a cancelled rollout) leaves the list too.
+        weakref.finalize(self, _forget, self._library, self.model)
 
     @property
     def state(self) -> str:
-        return self._state
+        return self.model.state
 
     @property
     def done(self) -> bool:
@@ -146,14 +205,14 @@ class Machine(Generic[T]):
 
     def fire(self, trigger: T) -> str:
         """Take the transition ``trigger`` names from the current state; the new state."""
-        before = self._state
-        dest = self._dest.get((before, trigger.value))
-        if dest is None:
+        before = self.model.state
+        try:
+            self._library.events[trigger.value].trigger(self.model)
+        except (transitions.MachineError, KeyError):
             raise MachineError(
                 f"{self.spec.name} machine: {trigger.value!r} is not a way out of {before!r}"
-            )
-        self._state = dest
-        return dest
+            ) from None
+        return self.model.state
 
 
 Handler = Callable[[], Awaitable[T]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,17 @@ def pytest_configure(config: pytest.Config) -> None:
     (exec resets handled signals, but keeps ignored ones ignored)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+#: Most workers the suite runs on (``-n auto`` in pyproject.toml): one per core this process
+#: may use, at most this many. A worker driving the embedded model holds up to ~1.5 GB.
+MOST_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """The cores this process may run on (not the machine's: a CI runner's affinity mask),
+    capped; the embedded model's threads adapt to the other workers (``loom_sim.cpu``)."""
+    return max(1, min(len(os.sched_getaffinity(0)), MOST_WORKERS))
 
 
 @pytest.fixture

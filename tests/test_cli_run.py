@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from loom_sim.machines.engine import MACHINES
 from loom_sim.rollout.machines.rollout import STATES
 
 from loom_sim.cli import cli
@@ -315,12 +318,29 @@ def test_kill_9_then_resume_ends_with_exactly_the_asked_turns(tmp_path):
 def test_diagram_names_all_eight_states():
     result = CliRunner().invoke(cli, ["diagram", "--format", "mermaid"])
     assert result.exit_code == 0
-    assert result.stdout.startswith("stateDiagram-v2")
+    assert "stateDiagram-v2" in result.stdout
     for state in STATES:
-        assert state in result.stdout
+        assert f'state "{state}" as {state}' in result.stdout
     assert "act --> act: reprompt [rejected & retries left]" in result.stdout
+    assert "done --> [*]" in result.stdout and "[*] --> init" in result.stdout
     dot = CliRunner().invoke(cli, ["diagram", "--format", "dot"])
     assert dot.exit_code == 0 and dot.stdout.startswith("digraph rollout")
+
+
+def test_the_diagram_has_the_tables_edges_and_no_other():
+    """Drawn by transitions, the diagram's edges are the table's, for every machine."""
+    for spec in MACHINES:
+        drawn = CliRunner().invoke(cli, ["diagram", "--machine", spec.name]).stdout
+        edges = set(re.findall(r"^  (\w+) --> (\w+): ", drawn, re.MULTILINE))
+        assert edges == {(src, dst) for src, dst, _ in spec.edges()}, spec.name
+        for _, _, label in spec.edges():
+            assert label in drawn
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz: scripts/install-test-deps")
+def test_svg_is_drawn_by_graphviz():
+    result = CliRunner().invoke(cli, ["diagram", "--format", "svg"])
+    assert result.exit_code == 0 and "<svg" in result.stdout and "prompt_ready" in result.stdout
 
 
 def test_svg_needs_graphviz_or_says_so(monkeypatch):

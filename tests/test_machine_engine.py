@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 import pytest
+import transitions
 from loom_sim.machines.engine import (
     MACHINES,
     Machine,
@@ -94,3 +95,41 @@ async def test_drive_fires_what_each_handler_returns():
 
     await drive(machine, {"a": at_a, "b": at_b}, lambda *step: seen.append(step))
     assert seen == [("a", Go.NEXT, "b"), ("b", Go.STOP, "end")]
+
+
+def test_the_state_is_the_transitions_models():
+    """transitions holds and moves the state: one library machine per spec, each machine a
+    model of it, which leaves the library's list when it ends."""
+    import transitions
+
+    toy = spec()
+    machine = Machine(toy)
+    library = machine._library
+    assert isinstance(library, transitions.Machine) and library is Machine(toy)._library
+    assert machine.model in library.models
+    assert library.get_model_state(machine.model).name == machine.state == "a"
+    machine.fire(Go.NEXT)
+    assert machine.model.state == library.get_model_state(machine.model).name == "b"
+    assert machine.fire(Go.STOP) == "end"
+    assert machine.model not in library.models  # a final state: forgotten
+
+
+def test_the_library_is_strict():
+    machine = Machine(spec())
+    assert not hasattr(machine.model, "to_end")  # no auto transitions
+    library = machine._library
+    with pytest.raises(transitions.MachineError):
+        library.events["next"].trigger(Machine(spec(), initial="b").model)
+
+
+def test_a_machine_dropped_midway_leaves_the_librarys_list():
+    import gc
+
+    toy = spec()
+    library = Machine(toy)._library
+    before = len(library.models)
+    machine = Machine(toy)
+    assert len(library.models) == before + 1
+    del machine
+    gc.collect()
+    assert len(library.models) == before

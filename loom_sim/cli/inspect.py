@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import click
@@ -31,23 +30,9 @@ from loom_sim.store.trace import read_trace, summarize
     "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file."
 )
 def diagram(machine: str, fmt: str, output: Path | None) -> None:
-    """Export a state machine: mermaid text, Graphviz dot source, or svg (needs Graphviz)."""
-    spec = MACHINES.get(machine)
-    if fmt == "svg":
-        dot = shutil.which("dot")
-        if dot is None:
-            raise LoomError(
-                "--format svg needs Graphviz's dot program (e.g. apt-get install graphviz); "
-                "--format mermaid or dot need nothing"
-            )
-        result = subprocess.run(
-            [dot, "-Tsvg"], input=spec.diagram("dot"), capture_output=True, text=True, check=False
-        )
-        if result.returncode != 0:
-            raise LoomError(f"dot failed: {result.stderr.strip()}")
-        text = result.stdout
-    else:
-        text = spec.diagram(fmt)
+    """Export a state machine, drawn by transitions: mermaid text, Graphviz dot source, or svg
+    (needs Graphviz's dot program)."""
+    text = MACHINES.get(machine).diagram(fmt)
     if output:
         output.write_text(text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)
