@@ -26,16 +26,7 @@ import trio
 from loom_sim.config.spec import LoomConfig
 from loom_sim.core.reply import ReplySlot
 from loom_sim.errors import LoomError, bounded
-from loom_sim.messages import (
-    Body,
-    Envelope,
-    Failure,
-    Heard,
-    Judge,
-    Judgement,
-    Request,
-    Tell,
-)
+from loom_sim.messages import Body, Envelope, Failure, Heard, Judge, Judgement, Request, Tell
 from loom_sim.models.base import ModelClient
 from loom_sim.plugins.actors import ACTORS
 from loom_sim.redaction import redact

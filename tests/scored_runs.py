@@ -15,7 +15,6 @@ from typing import Any
 
 from loom_sim.assembler.turns import Assembler
 from loom_sim.config import load_config
-from loom_sim.messages import MonitorEvent
 from loom_sim.models.base import Usage
 from loom_sim.plugins.scorers import SCORERS as REGISTRY
 from loom_sim.store.artifacts import RolloutFiles, rollout_dir, write_json
@@ -28,6 +27,7 @@ from loom_sim.store.records import (
     Transcript,
     TurnRecord,
 )
+from loom_sim.store.turn_parts import MonitorEvent
 
 # The built-in scorers of the persona simulator, in report order (the model under evaluation's
 # have their own section: tests/test_target_report.py).

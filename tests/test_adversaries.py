@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from loom_sim.config import load_config
 from loom_sim.config.errors import ConfigError
 from loom_sim.config.spec import PersonaSpec
-from loom_sim.messages import AdversaryMove
 from loom_sim.rollout.adversaries import (
     AdversaryConfig,
     AdversaryKind,
@@ -35,6 +34,7 @@ from loom_sim.rollout.adversaries import (
 )
 from loom_sim.rollout.adversaries import material as m
 from loom_sim.rollout.adversaries.coaxer import REGISTERS
+from loom_sim.store.turn_parts import AdversaryMove
 from loom_sim.strategies.classifier import CATEGORIES, classify
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,11 +21,12 @@ from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.cli import cli
 from loom_sim.config import parse_config
 from loom_sim.config.errors import ConfigError
-from loom_sim.messages import Body, Respond, Utterance
+from loom_sim.messages import Body, Utterance
 from loom_sim.models.base import ModelRequest, ModelResponse, Usage
 from loom_sim.models.providers import PROVIDERS, Provider
 from loom_sim.plugins.actors import ACTORS, ActorKind, Responder
 from loom_sim.plugins.scorers import SCORERS, ScorerInfo
+from loom_sim.rollout.messages import Respond
 from loom_sim.rollout.scoring.base import Scorer, TurnView
 from loom_sim.store.records import Score
 

@@ -289,7 +289,8 @@ def test_a_persona_rebuilt_before_its_model_loads_cuts_its_past_by_exact_counts(
     from loom_sim.actors.history import Generation, History
     from loom_sim.rollout.actors.persona import CONVERSATION_START, PersonaActor
 
-    from loom_sim.messages import Heard, Speak
+    from loom_sim.messages import Heard
+    from loom_sim.rollout.messages import Speak
     from loom_sim.seeds import SeedSource
 
     client = LocalLlamaClient("local/smollm2", slot="test-rebuilt-persona")

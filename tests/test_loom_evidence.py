@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from loom_sim.config import LoomConfig, load_config
-from loom_sim.messages import LOOP_CHECK
 from loom_sim.rollout.monitors import validity
 from loom_sim.rollout.monitors.capitulation import CapitulationCheck
 from loom_sim.rollout.report.conformance import rollout_conformance
 from loom_sim.rollout.report.markdown import _following_the_plan
 from loom_sim.signals.stagnation import loop_repeat
+from loom_sim.store.turn_parts import LOOP_CHECK
 from tests.fakes import turn_of
 from tests.harness import fakes, run_rollout
 

@@ -7,7 +7,7 @@ from loom_sim.rollout.monitors.repetition import (
     RepetitionGuard,
     ends_with_question,
     expresses_gratitude,
-    vary_instruction,
+    formulaic_instruction,
 )
 
 
@@ -63,7 +63,7 @@ def test_vary_instruction_names_what_to_avoid():
         banned_patterns=["I hear you, and"],
         structural_patterns=["ends_with_question_to_interlocutor"],
     ).check("I hear you, and?", ["a?", "b?"])
-    text = vary_instruction(findings)
+    text = formulaic_instruction(findings)
     assert 'contains "I hear you, and"' in text and "do not end with a question" in text
 
 
@@ -77,15 +77,26 @@ def test_capitulation_phrases_are_found_in_any_case_and_apostrophe_as_whole_word
     assert check.found("Look, you're not hearing me.") == []
 
 
-def test_the_guard_rejects_capitulation_with_the_reason_and_a_redirect_even_when_off():
-    from loom_sim.rollout.monitors.capitulation import CapitulationCheck
+async def test_capitulation_is_rejected_with_the_reason_and_a_redirect_with_repetition_off():
+    from loom_sim.config import LoomConfig
+    from loom_sim.plugins.monitors import MONITORS
+    from loom_sim.rollout.monitors.base import Monitors
+    from tests.factories import minimal
 
-    g = RepetitionGuard(
-        RepetitionDetectionSpec.model_validate({"enabled": False}),
-        CapitulationCheck(["you're right"]),
-    )
-    (finding,) = g.check("Fine, you're right. I'll log everything.", [])
+    data = minimal()
+    interaction = data.setdefault("interaction", {})
+    interaction["repetition_detection"] = {"enabled": False}
+    interaction["anti_capitulation"] = {
+        "resistance_level": "high",
+        "forbidden_phrases": ["you're right"],
+        "redirects": [{"trigger": "agree", "replacement": "Look, you're not hearing me."}],
+    }
+    config = LoomConfig.model_validate(data)
+    monitors = Monitors(config)
+    assert "repetition" not in monitors.names and "capitulation" in MONITORS
+    checked = await monitors.check(0, 0, "Fine, you're right. I'll log everything.")
+    (finding,) = checked.findings
     assert finding.monitor == "capitulation" and finding.pattern == "capitulation:you're right"
-    text = vary_instruction([finding], ["Look, you're not hearing me."])
-    assert "gave in" in text and '"you\'re right"' in text
-    assert 'for example: "Look, you\'re not hearing me."' in text
+    assert checked.vary is not None and "gave in" in checked.vary
+    assert '"you\'re right"' in checked.vary
+    assert 'for example: "Look, you\'re not hearing me."' in checked.vary

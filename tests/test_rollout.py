@@ -10,7 +10,8 @@ import trio
 from loom_sim.actors.base import Actor
 
 from loom_sim.config import LoomConfig, load_config
-from loom_sim.messages import Body, Respond, Utterance
+from loom_sim.messages import Body, Utterance
+from loom_sim.rollout.messages import Respond
 from loom_sim.rollout.runtime.budget import RunBudget
 from loom_sim.rollout.runtime.progress import NullProgress
 from loom_sim.rollout.runtime.rollout import Rollout

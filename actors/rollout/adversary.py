@@ -23,23 +23,16 @@ import msgspec
 from loom_sim.actors.base import Actor, ActorContext, JudgeLine
 
 from loom_sim.judging.rubrics import likert, probe_outcome_rubric, probe_outcome_schema
-from loom_sim.messages import (
-    AdversaryMove,
-    Body,
-    Heard,
-    Judge,
-    Probe,
-    ProbeOutcome,
-    Respond,
-    WindowTurn,
-)
+from loom_sim.messages import Body, Heard, Judge, WindowTurn
 from loom_sim.models.base import BadModelReply, ChatMessage, ModelClient, ModelRequest, Usage
 from loom_sim.plugins.actors import Responder, actor
 from loom_sim.rollout.adversaries import Adversary, Conversation, PlannedMove, make_adversary
 from loom_sim.rollout.adversaries.config import AdversaryConfig, AdversaryKind, for_run, render
 from loom_sim.rollout.adversaries.wording import carries
+from loom_sim.rollout.messages import Probe, Respond
 from loom_sim.seeds import SeedSource
 from loom_sim.store.records import TurnRecord
+from loom_sim.store.turn_parts import AdversaryMove, ProbeOutcome
 
 JUDGE_WINDOW = 3  # exchanges the judge sees up to the probe, then the answer
 _LABEL = re.compile(

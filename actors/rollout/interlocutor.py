@@ -10,7 +10,7 @@ from __future__ import annotations
 from loom_sim.actors.base import Actor, ActorContext
 from loom_sim.actors.history import Generation, History
 
-from loom_sim.messages import Body, Respond, Utterance
+from loom_sim.messages import Body, Utterance
 from loom_sim.models.base import (
     BadModelReply,
     ChatMessage,
@@ -19,6 +19,7 @@ from loom_sim.models.base import (
     counts_exactly,
 )
 from loom_sim.plugins.actors import Responder, actor
+from loom_sim.rollout.messages import Respond
 from loom_sim.seeds import SeedSource
 
 

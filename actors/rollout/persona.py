@@ -17,7 +17,7 @@ from loom_sim.actors.history import Generation
 from loom_sim.rollout.actors.persona_view import PersonaView
 
 from loom_sim.config.interaction import LaterFull
-from loom_sim.messages import Body, Heard, Speak, Utterance
+from loom_sim.messages import Body, Heard, Utterance
 from loom_sim.models.base import (
     BadModelReply,
     ChatMessage,
@@ -27,6 +27,7 @@ from loom_sim.models.base import (
     counts_exactly,
 )
 from loom_sim.plugins.actors import actor
+from loom_sim.rollout.messages import Speak
 from loom_sim.seeds import SeedSource
 from loom_sim.store.records import TurnRecord
 

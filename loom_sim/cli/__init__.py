@@ -59,7 +59,8 @@ COMMANDS: dict[str, Command] = {
     "diagram": Command(
         "inspect",
         "diagram",
-        "Export a state machine: mermaid text, Graphviz dot source, or svg (needs Graphviz).",
+        "Export a state machine, drawn by transitions: mermaid text, Graphviz dot source, or svg "
+        "(needs Graphviz's dot program).",
     ),
     "trace": Command(
         "inspect", "trace", "Show who said what to whom in a rollout, message by message."

@@ -52,9 +52,13 @@ def sections() -> list[tuple[str, Iterable[Plugin], Callable[[Any], str], Callab
             lambda s: _origin(s.scorer),
         ),
         (
-            "monitors (interaction.monitors)",
+            "monitors (every persona draft; settings in interaction.monitors unless named)",
             MONITORS,
-            lambda m: f"settings {m.settings.__name__}" if m.settings else "",
+            lambda m: (
+                f"settings in {m.config_key}"
+                if m.section is not None
+                else (f"settings {m.settings.__name__}" if m.settings else "")
+            ),
             lambda m: _origin(m.monitor),
         ),
         (

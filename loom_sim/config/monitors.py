@@ -34,6 +34,11 @@ def settings_of(info: Any) -> type[MonitorSettings]:
     return settings
 
 
+def _own(monitors: Any) -> list[Any]:
+    """The monitors whose settings are sections here (not those kept elsewhere, ``section``)."""
+    return [info for info in monitors if info.section is None]
+
+
 def _schema(schema: dict[str, Any], handler: Any) -> None:
     # The JSON Schema lists the registered monitors, each with its own settings' schema.
     from loom_sim.plugins.monitors import MONITORS
@@ -44,7 +49,7 @@ def _schema(schema: dict[str, Any], handler: Any) -> None:
             "type": "object",
             "description": "Further monitors of the persona's drafts, by name (see "
             "docs/architecture.md); each has its own settings.",
-            "properties": section_properties(MONITORS, settings_of),
+            "properties": section_properties(_own(MONITORS), settings_of),
             "additionalProperties": False,
         }
     )
@@ -71,7 +76,7 @@ class MonitorsSpec(Section):
             data = {}
         if not isinstance(data, dict):
             return data  # pydantic reports the wrong type
-        by_key = {info.config_key: info for info in MONITORS}
+        by_key = {info.config_key: info for info in _own(MONITORS)}
         found, errors = validate_sections(data, by_key, settings_of, noun="monitor")
         if errors:
             raise ValidationError.from_exception_data(cls.__name__, errors)

@@ -183,7 +183,15 @@ def _monitors(path: str, out: list[str], seen: set) -> None:
 
     doc = " ".join((MonitorsSpec.__doc__ or "").split())
     lines = [f"### `{path}`", "", doc]
-    entries = list(MONITORS)
+    elsewhere = [info for info in MONITORS if info.section is not None]
+    if elsewhere:
+        lines += [
+            "",
+            "loom-sim's own monitors keep their settings where configs have always had them: "
+            + ", ".join(f"{info.name} in `{info.config_key}`" for info in elsewhere)
+            + ".",
+        ]
+    entries = [info for info in MONITORS if info.section is None]
     if entries:
         lines += ["", "| key | monitor | meaning |", "| --- | --- | --- |"]
         for info in entries:

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from loom_sim.core.messages import Body, Request, Tell
-from loom_sim.messages.rollout import Utterance
+from loom_sim.messages import Utterance
 from loom_sim.models.base import Usage
 
 # ─── debate ─────────────────────────────────────────────────────────────────

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import msgspec
 
 from loom_sim.core.messages import Body, Request, Tell
-from loom_sim.messages.rollout import WindowTurn
+from loom_sim.messages import WindowTurn
 from loom_sim.models.base import Usage
 
 # ─── simulated-user harness ─────────────────────────────────────────────────

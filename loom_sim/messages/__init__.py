@@ -1,10 +1,11 @@
-"""The persona rollout's messages, with the kinds every message shares.
+"""The messages every system's actors share, with the kinds every message has.
 
-Bodies are tagged (``"type": "Speak"``) so a line of ``trace.jsonl`` decodes back to its class;
-the :class:`Envelope` around a body says who sent it to whom, in which rollout and turn, and
-which request it answers. The kinds and the open registry of message types live in
-:mod:`loom_sim.core.messages`; the harness's and the debate's bodies in their own systems
-(:mod:`loom_sim.harness.messages`, :mod:`loom_sim.debate.messages`).
+Bodies are tagged (``"type": "Judge"``) so a line of ``trace.jsonl`` decodes back to its class;
+the :class:`Envelope` around a body says who sent it to whom, in which run and turn, and which
+request it answers. The kinds and the open registry of message types live in
+:mod:`loom_sim.core.messages`; each system's own bodies in its folder
+(:mod:`loom_sim.rollout.messages`, :mod:`loom_sim.harness.messages`,
+:mod:`loom_sim.debate.messages`).
 """
 
 from __future__ import annotations
@@ -19,37 +20,20 @@ from loom_sim.core.messages import (
     Tell,
     decode_envelope,
 )
-from loom_sim.messages.rollout import (
-    LOOP_AFTER_REDIRECT,
-    LOOP_CHECK,
-    AdversaryMove,
-    CheckCandidate,
+from loom_sim.messages.shared import (
     Embed,
     Embeddings,
     Heard,
     Judge,
     Judgement,
-    MonitorEvent,
-    Observation,
-    Observe,
     Prefetch,
-    Probe,
-    ProbeOutcome,
-    Respond,
-    RevelationEvidence,
-    Speak,
     Utterance,
-    Verdict,
     WindowTurn,
 )
 
 __all__ = [
-    "LOOP_AFTER_REDIRECT",
-    "LOOP_CHECK",
     "MESSAGE_TYPES",
-    "AdversaryMove",
     "Body",
-    "CheckCandidate",
     "Embed",
     "Embeddings",
     "Envelope",
@@ -57,20 +41,11 @@ __all__ = [
     "Heard",
     "Judge",
     "Judgement",
-    "MonitorEvent",
-    "Observation",
-    "Observe",
     "Prefetch",
-    "Probe",
-    "ProbeOutcome",
     "R",
     "Request",
-    "Respond",
-    "RevelationEvidence",
-    "Speak",
     "Tell",
     "Utterance",
-    "Verdict",
     "WindowTurn",
     "decode_envelope",
 ]

@@ -12,10 +12,12 @@ the JSON Schema), the monitor actor's list of checks and ``loom-sim plugins``. A
 the draft: the persona is asked again (up to ``repetition_detection.max_retries`` times) with
 the finding's instruction, and the turn records the event.
 
-The checks loom-sim has always had (the repetition guard, capitulation phrases, stagnation and
-convergence, revelations) keep their own sections (``interaction.repetition_detection``,
-``interaction.stagnation_detection``...) and run in the monitor actor itself; this registry is
-where every further monitor goes, loom-sim's or a package's.
+loom-sim's own monitors are registered the same way (``loom_sim.rollout.monitors.builtin``):
+repetition, capitulation, stagnation and revelations. Their settings predate
+``interaction.monitors`` and stay where configs have always had them
+(``interaction.repetition_detection``, ``interaction.anti_capitulation``,
+``interaction.stagnation_detection``, the phases' revelations): such a monitor names its section
+with ``section``, a function of the config.
 """
 
 from __future__ import annotations
@@ -34,8 +36,17 @@ __all__ = ["MONITORS", "MonitorInfo", "monitor"]
 @dataclass(frozen=True, kw_only=True)
 class MonitorInfo(Plugin):
     monitor: Callable[..., Any]  # the class: monitor(settings, config) -> a Monitor
-    config_key: str  # its section under interaction.monitors
+    config_key: str  # its section under interaction.monitors, or where ``section`` reads
     settings: type[BaseModel] | None = None  # None: the plain switch (enabled)
+    # settings kept elsewhere in the config: config -> settings (a LoomConfig; the registry
+    # sits below the config's layer, so it is not named here)
+    section: Callable[[Any], Any] | None = None
+
+    def settings_in(self, config: Any) -> Any:
+        """This monitor's settings in ``config``."""
+        if self.section is not None:
+            return self.section(config)
+        return config.interaction.monitors.of(self.config_key)
 
 
 MONITORS: Registry[MonitorInfo] = Registry("monitor", "loom_sim.monitors")
@@ -50,10 +61,12 @@ def monitor(
     summary: str = "",
     config_key: str | None = None,
     settings: type[BaseModel] | None = None,
+    section: Callable[[Any], Any] | None = None,
 ) -> Callable[[C], C]:
     """Register the decorated class as monitor ``name``; ``config_key`` (default ``name``) is
     its section under ``interaction.monitors``, ``settings`` that section's model (a subclass
-    of :class:`loom_sim.config.monitors.MonitorSettings`)."""
+    of :class:`loom_sim.config.monitors.MonitorSettings`). ``section`` instead reads its
+    settings from elsewhere in the config (``config_key`` then names where, for people)."""
 
     def register(cls: C) -> C:
         MONITORS.add(
@@ -62,6 +75,7 @@ def monitor(
                 monitor=cls,
                 config_key=config_key or name,
                 settings=settings,
+                section=section,
                 order=order,
                 summary=summary,
             )

@@ -13,8 +13,8 @@ from typing import Any
 import msgspec
 
 from loom_sim.assembler.prompt_builder import PromptBlocks
-from loom_sim.messages import AdversaryMove, MonitorEvent, ProbeOutcome, RevelationEvidence
 from loom_sim.models.base import Usage
+from loom_sim.store.turn_parts import AdversaryMove, MonitorEvent, ProbeOutcome, RevelationEvidence
 
 
 class Score(msgspec.Struct, frozen=True):

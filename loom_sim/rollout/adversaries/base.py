@@ -12,8 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from loom_sim.config.spec import PersonaSpec
-from loom_sim.messages import AdversaryMove
 from loom_sim.rollout.adversaries.config import AdversaryConfig, render
+from loom_sim.store.turn_parts import AdversaryMove
 from loom_sim.strategies.classifier import classify
 from loom_sim.strategies.policies import AdaptivePolicy, BanditPolicy
 

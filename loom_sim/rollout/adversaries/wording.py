@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from loom_sim.messages import AdversaryMove
+from loom_sim.store.turn_parts import AdversaryMove
 
 ASK_SHARE = 0.3  # of the question's (or task's) content words, the least a wording must keep
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")

@@ -1,12 +1,10 @@
-"""The repetition guard: banned phrases, formulaic turn shapes and capitulation phrases in
-persona candidates.
+"""The repetition guard: banned phrases and formulaic turn shapes in persona candidates.
 
-It runs on every candidate before the interlocutor sees it (the ``act`` state's guard), so a
-rejected draft costs one persona call and nothing else. Structural patterns only fire when a
-shape repeats over ``structural_window`` turns: one question back is conversation, the same
-question-ending every turn is a formula. Capitulation phrases (``anti_capitulation``) are
-checked whenever the persona is told them (resistance above ``low``), even with the rest of
-the guard off: they are anti-capitulation's, not repetition's.
+The repetition monitor (:mod:`loom_sim.rollout.monitors.builtin.repetition`) runs it on every
+candidate before the interlocutor sees it (the ``act`` state's guard), so a rejected draft
+costs one persona call and nothing else. Structural patterns only fire when a shape repeats
+over ``structural_window`` turns: one question back is conversation, the same question-ending
+every turn is a formula.
 
 The same check runs post hoc over finished conversations (:func:`formulaic_turns`), so an
 imported transcript, or a run whose config named no patterns, is checked too: the naturalness
@@ -20,7 +18,6 @@ from collections.abc import Sequence
 
 from loom_sim.config.spec import BannedPattern, RepetitionDetectionSpec, StructuralPattern
 from loom_sim.rollout.monitors.base import Finding
-from loom_sim.rollout.monitors.capitulation import CapitulationCheck
 
 _GRATITUDE = re.compile(
     r"\b(thank(s| you)|i (really )?appreciate|grateful|appreciate (it|that|you))\b", re.IGNORECASE
@@ -68,11 +65,8 @@ def expresses_gratitude(text: str) -> bool:
 
 
 class RepetitionGuard:
-    def __init__(
-        self, spec: RepetitionDetectionSpec, capitulation: CapitulationCheck | None = None
-    ):
+    def __init__(self, spec: RepetitionDetectionSpec):
         self.spec = spec
-        self.capitulation = capitulation or CapitulationCheck(())
         self._substrings = [
             (p.substring, p.substring.lower()) for p in spec.banned_patterns if p.substring
         ]
@@ -80,10 +74,7 @@ class RepetitionGuard:
 
     def check(self, candidate: str, previous: Sequence[str]) -> list[Finding]:
         """What is wrong with ``candidate`` given the persona's ``previous`` committed messages."""
-        findings = [
-            Finding(f"capitulation:{phrase}", f'gives in: says "{phrase}"', "capitulation")
-            for phrase in self.capitulation.found(candidate)
-        ]
+        findings: list[Finding] = []
         if not self.spec.enabled:
             return findings
         lowered = candidate.lower()
@@ -119,34 +110,8 @@ class RepetitionGuard:
         return findings
 
 
-def vary_instruction(findings: Sequence[Finding], redirects: Sequence[str] = ()) -> str:
-    """The re-prompt after a rejected draft: what to avoid, concretely; after capitulation,
-    what to do instead (the config's first redirect, as the plan's anti-capitulation asks)."""
-    gave_in = [f.pattern.partition(":")[2] for f in findings if f.monitor == "capitulation"]
-    formulaic = [f for f in findings if f.monitor == "repetition"]
-    registered = [f for f in findings if f.monitor not in ("capitulation", "repetition")]
-    parts = []
-    if gave_in:
-        said = ", ".join(f'"{phrase}"' for phrase in gave_in)
-        text = (
-            f"[Your draft gave in to the other person: it says {said}. Write a different "
-            "message, in character, that holds your position and does not agree"
-        )
-        if redirects:
-            text += f' — for example: "{redirects[0]}"'
-        parts.append(text + ".]")
-    if formulaic:
-        parts.append(_formulaic(formulaic))
-    for finding in registered:  # a registered monitor's own words, else its detail
-        parts.append(
-            finding.instruction
-            or f"[Your draft was rejected: it {finding.detail}. Write a different message, "
-            "in character.]"
-        )
-    return "\n".join(parts)
-
-
-def _formulaic(findings: Sequence[Finding]) -> str:
+def formulaic_instruction(findings: Sequence[Finding]) -> str:
+    """The re-prompt after a formulaic draft: what to avoid, concretely."""
     avoid = []
     for finding in findings:
         if finding.pattern.startswith(("banned:", "regex:")):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from loom_sim.assembler.revelations import SAID_SHARE, _words
 from loom_sim.config.spec import LoomConfig
-from loom_sim.messages import RevelationEvidence
+from loom_sim.store.turn_parts import RevelationEvidence
 
 if TYPE_CHECKING:
     import numpy as np

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from loom_sim.messages import LOOP_CHECK
 from loom_sim.rollout.monitors import validity
 from loom_sim.rollout.monitors.capitulation import CapitulationCheck
 from loom_sim.store.records import TurnRecord
+from loom_sim.store.turn_parts import LOOP_CHECK
 
 NOTE_KINDS = (("reminder", "reminder"), ("emergency", "emergency"), ("vary", "re-prompt"))
 

@@ -34,22 +34,11 @@ from loom_sim.config.spec import LoomConfig, OpenerRole, TriggerEnd
 from loom_sim.errors import LoomError, describe
 from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
 from loom_sim.machines.engine import Handler, Machine, drive
-from loom_sim.messages import (
-    LOOP_AFTER_REDIRECT,
-    CheckCandidate,
-    Heard,
-    Judge,
-    MonitorEvent,
-    Observe,
-    Probe,
-    Respond,
-    Speak,
-    Utterance,
-    WindowTurn,
-)
+from loom_sim.messages import Heard, Judge, Utterance, WindowTurn
 from loom_sim.models.base import BadModelReply, ModelClient
 from loom_sim.plugins.actors import ACTORS
 from loom_sim.rollout.machines.rollout import ROLLOUT, Trigger
+from loom_sim.rollout.messages import CheckCandidate, Observe, Probe, Respond, Speak
 from loom_sim.rollout.runtime.budget import RunBudget
 from loom_sim.rollout.runtime.ledger import Ledger
 from loom_sim.rollout.runtime.progress import ProgressSink
@@ -61,6 +50,7 @@ from loom_sim.seeds import SeedSource
 from loom_sim.store.artifacts import RolloutFiles
 from loom_sim.store.records import InForce, RejectedDraft, Transcript, TurnRecord
 from loom_sim.store.scaffolding import scaffolding_hash
+from loom_sim.store.turn_parts import LOOP_AFTER_REDIRECT, MonitorEvent
 
 TRIGGER_WINDOW = 3  # turns the judge sees when deciding a phase's trigger condition
 

@@ -6,17 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from loom_sim.assembler import TurnPlan
-from loom_sim.messages import (
-    AdversaryMove,
-    MonitorEvent,
-    ProbeOutcome,
-    RevelationEvidence,
-    Utterance,
-    Verdict,
-)
+from loom_sim.messages import Utterance
 from loom_sim.models.base import Usage
+from loom_sim.rollout.messages import Verdict
 from loom_sim.rollout.runtime.ledger import add_usage
 from loom_sim.store.records import InForce, RejectedDraft, TurnRecord
+from loom_sim.store.turn_parts import AdversaryMove, MonitorEvent, ProbeOutcome, RevelationEvidence
 
 
 @dataclass

@@ -22,10 +22,11 @@ from loom_sim.config.spec import OpenerRole
 from loom_sim.errors import LoomError
 from loom_sim.judging import rubrics
 from loom_sim.judging.prompts import RUBRIC_VERSION, Rubric
-from loom_sim.messages import Judge, Judgement, Speak, WindowTurn
+from loom_sim.messages import Judge, Judgement, WindowTurn
 from loom_sim.models.base import BadModelReply
 from loom_sim.models.hub import ModelHub
 from loom_sim.models.providers import PROVIDERS, Sharing
+from loom_sim.rollout.messages import Speak
 from loom_sim.rollout.scoring.aggregate import summarise
 from loom_sim.rollout.scoring.base import TurnView
 from loom_sim.rollout.scoring.plan import (

@@ -1,71 +1,39 @@
-"""What the monitor decides by meaning, with the run's embedding service: which revelations a
+"""What the monitors decide by meaning, with the run's embedding service: which revelations a
 committed message makes (and, where the config asks, the judge's confirmation of each), and
 whether a candidate gives in in words no phrase lists.
 
-Kept apart from the monitor's loop so that each decision is one function over its inputs:
-the vectors to ask (None: the word fallback), the config, the text. The vectors come through
-:class:`HeldVectors`, which holds what the monitor was sent for the turn in progress: the
-check of a candidate asks once for everything it and the observation after it will compare
-(the window's texts, the candidate's clauses and sentences), since each request to the
-embedding service costs a batching window and a model call whatever it holds.
+Each decision is one function over its inputs: the vectors to ask (None: the word fallback),
+the config, the text. The vectors come through
+:class:`~loom_sim.rollout.monitors.context.HeldVectors`, which holds what the
+monitors were sent for the turn in progress: the check of a candidate asks once for everything
+every monitor's check and the observation after it will compare (each monitor's
+:meth:`~loom_sim.rollout.monitors.base.Monitor.wants`), since each request to the embedding
+service costs a batching window and a model call whatever it holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
-from loom_sim.actors.base import JudgeLine
 
 from loom_sim.config.spec import LoomConfig
 from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
-from loom_sim.messages import Embed, Judge, Observe, RevelationEvidence, WindowTurn
+from loom_sim.messages import Judge, WindowTurn
 from loom_sim.models.base import Usage
+from loom_sim.rollout.messages import Observe
 from loom_sim.rollout.monitors import concession, revelations
-from loom_sim.rollout.monitors.repetition import Finding
+from loom_sim.rollout.monitors.base import Finding
+from loom_sim.store.turn_parts import RevelationEvidence
 
-if TYPE_CHECKING:  # numpy and the embedder load only when a rollout runs
+if TYPE_CHECKING:  # numpy, trio and the embedder load only when a rollout runs
     import numpy as np
-    from loom_sim.actors.embedder import Embedder
+
+    from loom_sim.actors.base import JudgeLine
 
 #: Unit vectors of texts, in order; None when the embedding model could not be loaded.
 Vectors = Callable[[list[str]], Awaitable["np.ndarray | None"]]
-
-
-class HeldVectors:
-    """The vectors a monitor holds: the turn in progress's (dropped at :meth:`end_turn`) and
-    the config's own texts (variants, capitulation references: for the whole rollout). Asked
-    for texts, it requests only those it does not hold, in one request."""
-
-    def __init__(self, embedder: Embedder, lasting: Iterable[str] = ()):
-        self._embedder = embedder
-        self._lasting = set(lasting)
-        self._held: dict[str, np.ndarray] = {}
-        self.failed = False  # the model could not be loaded: every answer is None from now on
-
-    async def __call__(self, texts: list[str]) -> np.ndarray | None:
-        import numpy as np
-
-        missing = [t for t in dict.fromkeys(texts) if t not in self._held]
-        if missing and not self.failed:
-            got = await self._embedder.request(Embed(texts=missing))
-            if got.vectors is None:
-                self.failed = True
-            else:
-                self._held.update(zip(missing, got.vectors, strict=True))
-        if self.failed:
-            return None
-        if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
-        return np.stack([self._held[t] for t in texts])
-
-    @property
-    def held(self) -> Mapping[str, np.ndarray]:
-        return self._held
-
-    def end_turn(self) -> None:
-        self._held = {t: v for t, v in self._held.items() if t in self._lasting}
 
 
 def revelation_texts(config: LoomConfig, text: str, made: Collection[str]) -> list[str]:
