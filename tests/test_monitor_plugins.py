@@ -167,3 +167,15 @@ async def test_on_resume_it_hears_the_completed_turns_again_before_the_first_new
     # second like turn 1's
     patterns = [e.pattern for e in resumed.turns[2].monitor_events]
     assert patterns[:2] == ["opening:i checked the", "opening:something else entirely,"]
+
+
+def test_the_monitor_actor_knows_no_monitor():
+    """loom-sim's own monitors are plug-ins like this one: the actor's module names none."""
+    import re
+
+    import loom_sim.rollout.actors.monitor as actor_module
+
+    source = open(actor_module.__file__, encoding="utf-8").read()
+    code = re.sub(r'"""(.*?)"""', "", source, flags=re.S)  # its docstrings may name them
+    for name in ("repetition", "capitulation", "stagnation", "revelation", "guard"):
+        assert name not in code.lower(), name
