@@ -20,8 +20,21 @@ changes were made, the four-slot figure with torch imported):
 | four slots' resident memory, own model -> shared | 1,152 MiB | 689 MiB |
 | embedding 200 texts, 32 -> 8 a call | +204 MiB, 5.1 s | +46 MiB, 4.3 s |
 
-The README job (benchmarks/bench_readme_job.py, seed 1): peak RSS 2,295 MiB before these changes;
-956-966 MiB after (seeds 1-2) with glibc's map threshold fixed, which was then left alone.
+The README job: peak RSS 2,295 MiB before these changes; 956-966 MiB after (seeds 1-2) with
+glibc's map threshold fixed, which was then left alone (it slowed every model call); 1,091 MiB
+without it, of which the C heap held 160-240 MiB freed (glibc's own count, ``mallinfo2``).
+Handing that back at the end of each embedded model call (``malloc_trim``, ~0.3 ms a call;
+loom_sim/core/memory.py): 917-975 MiB. Measured at last with /usr/bin/time, the job alternated
+with the code before these changes (e702524), seeds 1-3, quiet 2-core machine:
+
+| seed | before: s, peak RSS | after: s, peak RSS |
+| --- | --- | --- |
+| 1 | 210.2, 2,287 MiB | 240.6 (*), 949 MiB |
+| 2 | 165.2, 2,356 MiB | 161.2, 939 MiB |
+| 3 | 139.8, 2,267 MiB | 142.5, 921 MiB |
+| median | 165.2 | 161.2 |
+
+(*) overlapped a test run; see the closing figures in bench_readme_job.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A soak: every shipped workload, run as a user runs it, looking for the next crash.
 
-    .venv/bin/python benchmarks/soak.py [--subset full|ci] [--turns N] [--timeout S]
+    .venv/bin/python benchmarks/soak.py [--subset full|ci] [--turns N] [--timeout S] [--jobs N]
 
 Each job is one ``loom-sim`` command in its own process, on the embedded model (no key, no
 network), with no response cache (every reply is the model's):
@@ -20,9 +20,12 @@ A job's outcome is one of:
   were played, or a finished rollout fewer than were asked for with no stop reason recorded;
 * ``failed`` — any other non-zero exit (a clear error the user could act on; printed).
 
-It prints a line per job and the counts; it exits 1 if any job had an internal error, a hang
-or lost turns. ``--subset ci`` is the part the slow test suite runs within CI's budget (the
-crash that multi-rollout embedded runs hit in scoring, and a 2-target matrix).
+``--jobs N`` runs N jobs at a time, each model given its share of the cores
+(``LOOM_SIM_THREADS``: cores / N), so the machine's cores are all used without two models'
+threads spinning against each other. It prints a line per job, in order, and the counts; it
+exits 1 if any job had an internal error, a hang or lost turns. ``--subset ci`` is the part the
+slow test suite runs within CI's budget (the crash that multi-rollout embedded runs hit in
+scoring, and a 2-target matrix).
 
 """
 
@@ -35,6 +38,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,9 +97,11 @@ def jobs(subset: str, turns: int) -> list[Job]:
     return found
 
 
-def run(job: Job, out: Path, timeout: float) -> Job:
+def run(job: Job, out: Path, timeout: float, threads: int | None = None) -> Job:
     job.folder = out
-    env = {**os.environ, "LOOM_SIM_CACHE_DIR": str(out.parent / ".cache")}
+    env = {**os.environ, "LOOM_SIM_CACHE_DIR": str(out.parent / f".cache-{out.name}")}
+    if threads is not None:
+        env["LOOM_SIM_THREADS"] = str(threads)
     env.pop("LOOM_SIM_DEBUG", None)
     args = [LOOM_SIM, *job.args, "-o", str(out)]
     if job.kind in ("run", "matrix"):
@@ -170,16 +176,24 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=6, help="turns of each rollout (full)")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds a job may take")
     parser.add_argument("--only", help="run only the jobs whose name contains this")
+    parser.add_argument("--jobs", type=int, default=1, help="jobs at a time (default 1)")
     args = parser.parse_args()
     base = RESULTS / f"soak-{time.strftime('%Y%m%dT%H%M%S')}"
     todo = [j for j in jobs(args.subset, args.turns) if not args.only or args.only in j.name]
     counts: dict[str, int] = {}
     started = time.monotonic()
-    for index, job in enumerate(todo):
-        run(job, base / f"{index:02d}", args.timeout)
-        counts[job.outcome] = counts.get(job.outcome, 0) + 1
-        tail = f" — {job.detail}" if job.detail else ""
-        print(f"{job.outcome:>14}  {job.seconds:6.0f} s  {job.name}{tail}", flush=True)
+    parallel = max(1, args.jobs)
+    threads = max(1, len(os.sched_getaffinity(0)) // parallel) if parallel > 1 else None
+
+    def one(item: tuple[int, Job]) -> Job:
+        index, job = item
+        return run(job, base / f"{index:02d}", args.timeout, threads)
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:  # each job is its own process
+        for job in pool.map(one, enumerate(todo)):
+            counts[job.outcome] = counts.get(job.outcome, 0) + 1
+            tail = f" — {job.detail}" if job.detail else ""
+            print(f"{job.outcome:>14}  {job.seconds:6.0f} s  {job.name}{tail}", flush=True)
     bad = sum(counts.get(k, 0) for k in ("internal error", "hang", "lost turns"))
     print(
         f"{len(todo)} jobs in {(time.monotonic() - started) / 60:.1f} min: "

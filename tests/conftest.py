@@ -22,6 +22,19 @@ def pytest_configure(config: pytest.Config) -> None:
     (exec resets handled signals, but keeps ignored ones ignored)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _share_the_cores()
+
+
+def _share_the_cores() -> None:
+    """Under ``-n N``, each worker (and every program it starts) gives the embedded model its
+    share of the cores, fixed. Sampled at each model's load (``loom_sim.cpu``), the count saw
+    an idle machine whenever the other worker was between tests, took every core, and two
+    models then spun their threads against each other on 2 cores: a 12-message debate that
+    takes a minute took ten. A ``LOOM_SIM_THREADS`` already set wins."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers and not os.environ.get("LOOM_SIM_THREADS"):
+        cores = len(os.sched_getaffinity(0))
+        os.environ["LOOM_SIM_THREADS"] = str(max(1, cores // max(1, int(workers))))
 
 
 #: Most workers the suite runs on (``-n auto`` in pyproject.toml): one per core this process
