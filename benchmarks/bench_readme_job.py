@@ -36,6 +36,21 @@ time goes (seed 1, profiled before the change): model calls fill ~98% of the wal
 persona's and interlocutor's replies, at the embedded model's 128-token cap, repeat their
 context a great deal, which is where drafts pay.
 
+Later, on a slower 2-core machine (a virtual machine of an AMX Xeon; llama.cpp built without
+its AMX kernels, see docs/embedded-models.md), before (e702524) and after the memory work
+(kept prompt states one 64 MiB budget per process, one loaded model for every slot, contexts
+grown with their prompts, prompts read 128 tokens a batch, freed memory handed back after each
+call; benchmarks/bench_memory.py), alternated, seconds and peak RSS (/usr/bin/time):
+
+| seed | before | after |
+| --- | --- | --- |
+| 1 | 210.2 (92.5 + 117.7), 2,287 MiB | 240.6 (113.3 + 127.3), 949 MiB (*) |
+| 2 | 165.2 (76.8 + 88.4), 2,356 MiB | 161.2 (72.5 + 88.7), 939 MiB |
+| 3 | 139.8 (77.2 + 62.6), 2,267 MiB | 142.5 (74.3 + 68.2), 921 MiB |
+| median of 1-3 | 165.2 | 161.2 |
+
+(*) overlapped a short test run on the same cores; the median is seed 2's whatever its figure.
+
 Earlier (3bd1251 -> 7a830a5, a later full injection sent as an update of the parts that
 changed): median of seeds 1-5 130.9 -> 122.8 s.
 """
