@@ -12,9 +12,7 @@ turn with that evidence and is never offered by a redirect again (the shared
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from loom_sim.config.spec import LoomConfig
 from loom_sim.plugins.monitors import monitor
 from loom_sim.rollout.messages import Observe
 from loom_sim.rollout.monitors.base import Draft, Monitor, Observed
@@ -31,9 +29,6 @@ from loom_sim.store.records import TurnRecord
     section=lambda config: config.trajectory,
 )
 class RevelationsMonitor(Monitor):
-    def __init__(self, settings: Any, config: LoomConfig) -> None:
-        super().__init__(settings, config)
-
     def resume(self, records: Sequence[TurnRecord]) -> None:
         """Nothing to hear again: the ledger holds what the records say was revealed."""
 
