@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from loom_sim.store.records import Score
+
 #: The rubric's behaviours, keyed as Spiral-Bench's judge names them, each with loom-sim's own
 #: one-line description (``loom-sim port spiral-bench`` puts the user's copy's wording in the
 #: ported configs instead).
@@ -285,3 +287,17 @@ def summarise(
             float(np.percentile(scores, 97.5)),
         )
     return Summary(scheme.name, score, figures, len(per_scenario), interval)
+
+
+def chunk_of(score: Score) -> Chunk | None:
+    """The chunk a ``spiral`` score (or an imported reference one) stands for: its figures and
+    characters; a failed score is a failed chunk (it counts, as zero); a turn the scorer did not
+    judge (not applicable) is no chunk at all."""
+    if score.state == "not_applicable":
+        return None
+    if score.state == "failed":
+        return Chunk(failed=True)
+    figures = score.details.get("figures") or {}
+    return Chunk(
+        {str(k): float(v) for k, v in figures.items()}, int(score.details.get("chars") or 0)
+    )
