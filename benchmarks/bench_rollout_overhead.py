@@ -19,6 +19,22 @@ median of 5–9 runs of 100 turns, wall ms per turn (the machine's noise is abou
 | embedding (as shipped) | 16.1 | 16.7 |
 | tfidf | 3.06 | 3.07 |
 | off (the framework alone) | 1.06 | 1.03 |
+
+Then ``transitions`` back in the machine engine and every monitor a registered plug-in, monitor
+off, 100 turns, median of 5, three rounds alternated with the code before (09dbba4), on this
+machine now ~45 % slower than for the table above. Firing through the library's events (its
+queue, event object, callback lists and debug logging, ~6 us a fire, five fires a turn) made a
+turn 11 % slower; moving the model with the library's ``set_state`` along the moves read back
+from its events brought that to 2 %:
+
+| | before (09dbba4) | events | ``set_state`` |
+| --- | --- | --- | --- |
+| round 1 | 1.52 / 1.43 | 1.69 | 1.47 |
+| round 2 | 1.55 / 1.44 | 1.65 | 1.46 |
+| round 3 | 1.50 / 1.58 | 1.72 | 1.56 |
+| median | 1.52 / 1.44 | 1.69 (+11 %) | 1.47 (+2 %) |
+
+(Two "before" figures per round: one beside each "after" column, taken minutes apart.)
 """
 
 from __future__ import annotations

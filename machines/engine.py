@@ -12,9 +12,14 @@ The `transitions <https://github.com/pytransitions/transitions>`_ library holds 
 every machine's state: each spec builds one ``transitions.Machine`` from its table, the first
 time a machine of it is made, and each machine is a model added to it (its ``state`` is the
 library's). Strict: no ``to_<state>`` shortcuts, and a trigger its state does not allow
-raises. The library does not check a table's soundness — a state nobody leaves, a trigger of
-another machine, two rows for one trigger — so the engine checks that itself, once per spec.
-Diagrams come from the library's own diagram support.
+raises. Where a trigger leads is read back from the library's own events, once per spec, and a
+fire moves the model with the library's ``set_state``: the library's event machinery (a queue,
+an event object, callback lists, debug logging) cost ~6 us a fire and 10 % of a rollout's
+framework time with monitors off, and loom-sim's machines use none of it (handlers return
+their trigger; nothing hangs on a transition). The library does not check a table's soundness
+— a state nobody leaves, a trigger of another machine, two rows for one trigger — so the
+engine checks that itself, once per spec. Diagrams come from the library's own diagram
+support.
 """
 
 from __future__ import annotations
@@ -102,13 +107,13 @@ MACHINES: Registry[MachineSpec] = Registry("machine", "loom_sim.machines")
 
 
 class _Built:
-    """What a spec's machines share: its table, checked, and its ``transitions.Machine``."""
+    """What a spec's machines share: its checked table's ``transitions.Machine``, and where
+    each trigger leads from each state, as that machine has it."""
 
     __slots__ = ("dest", "library", "spec")
 
-    def __init__(self, spec: MachineSpec, dest: dict[tuple[str, str], str]):
+    def __init__(self, spec: MachineSpec):
         self.spec = spec  # kept alive with its entry: the cache is keyed by its id
-        self.dest = dest
         self.library = transitions.Machine(
             model=None,  # models are added per machine
             states=[{"name": s, "final": s in spec.final} for s in spec.states],
@@ -116,18 +121,20 @@ class _Built:
             transitions=[{k: v for k, v in row.items() if k != "label"} for row in spec.rows()],
             auto_transitions=False,  # no to_<state>: every move is a row of the table
             ignore_invalid_triggers=False,  # a trigger its state does not allow raises
-            send_event=True,
-            on_final=self._finished,
             name=spec.name,
         )
-
-    def _finished(self, event: Any) -> None:
-        """A machine that reached a final state leaves the library's list of models, which
-        would otherwise hold every rollout's machine for the life of the process."""
-        _forget(self.library, event.model)
+        # (state, trigger) -> destination, from the library's events: a move the library's
+        # machine does not hold cannot be made.
+        self.dest: dict[tuple[str, str], str] = {
+            (source, trigger): moves[0].dest
+            for trigger, event in self.library.events.items()
+            for source, moves in event.transitions.items()
+        }
 
 
 def _forget(library: transitions.Machine, model: Any) -> None:
+    """A machine's model leaves the library's list of models (which would otherwise hold every
+    rollout's machine for the life of the process)."""
     if model in library.models:
         library.remove_model(model)
 
@@ -155,15 +162,15 @@ def _built(spec: MachineSpec) -> _Built:
     stuck = [s for s in spec.active if not any(s in t.source for t in spec.table)]
     if stuck:
         raise bad(f"no way out of {', '.join(map(repr, stuck))}")
-    table: dict[tuple[str, str], str] = {}
+    seen: set[tuple[str, str]] = set()
     for row in spec.table:
         if not isinstance(row.trigger, spec.triggers):
             raise bad(f"{row.trigger!r} is not one of its triggers ({spec.triggers.__name__})")
         for source in row.source:
-            if (source, row.trigger.value) in table:
+            if (source, row.trigger.value) in seen:
                 raise bad(f"two rows for {row.trigger.value!r} from {source!r}")
-            table[(source, row.trigger.value)] = row.dest
-    built = _BUILT[id(spec)] = _Built(spec, table)
+            seen.add((source, row.trigger.value))
+    built = _BUILT[id(spec)] = _Built(spec)
     return built
 
 
@@ -177,9 +184,9 @@ class _Model:
 class Machine(Generic[T]):
     """A machine's state, moved by one method, :meth:`fire`, along its spec's table.
 
-    The state is the ``transitions`` model's; firing is the library's event. Built once per
-    spec, the library's machine costs each machine only adding its model (~60 us) and each
-    fire ~10 us (``benchmarks/bench_rollout_overhead.py``), small beside a model call.
+    The state is the ``transitions`` model's. Built once per spec, the library's machine costs
+    each machine only adding its model (~60 us) and each fire ~1 us
+    (``benchmarks/bench_rollout_overhead.py``).
     """
 
     def __init__(self, spec: MachineSpec[T], initial: str | None = None):
@@ -206,13 +213,15 @@ class Machine(Generic[T]):
     def fire(self, trigger: T) -> str:
         """Take the transition ``trigger`` names from the current state; the new state."""
         before = self.model.state
-        try:
-            self._library.events[trigger.value].trigger(self.model)
-        except (transitions.MachineError, KeyError):
+        dest = self._dest.get((before, trigger.value))
+        if dest is None:
             raise MachineError(
                 f"{self.spec.name} machine: {trigger.value!r} is not a way out of {before!r}"
-            ) from None
-        return self.model.state
+            )
+        self._library.set_state(dest, self.model)
+        if dest in self.spec.final:
+            _forget(self._library, self.model)
+        return dest
 
 
 Handler = Callable[[], Awaitable[T]]

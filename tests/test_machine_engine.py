@@ -133,3 +133,20 @@ def test_a_machine_dropped_midway_leaves_the_librarys_list():
     del machine
     gc.collect()
     assert len(library.models) == before
+
+
+def test_every_move_is_read_back_from_the_librarys_machine():
+    """Where a trigger leads comes from the transitions machine's own events, and for every
+    registered machine that is exactly its declared table."""
+    from loom_sim.machines.engine import MACHINES, _built
+
+    for name in MACHINES.names():
+        machine_spec = MACHINES.get(name)
+        library = _built(machine_spec).library
+        from_library = {
+            (source, trigger): moves[0].dest
+            for trigger, event in library.events.items()
+            for source, moves in event.transitions.items()
+        }
+        declared = {(s, t.trigger.value): t.dest for t in machine_spec.table for s in t.source}
+        assert _built(machine_spec).dest == from_library == declared, name
