@@ -13,6 +13,8 @@ from loom_sim.rollout.scoring.scorers import (
     naturalness,
     persona_adherence,
     sis,
+    spiral,
+    spiral_final,
     stagnation,
     trajectory,
 )
@@ -28,6 +30,8 @@ __all__ = [
     "naturalness",
     "persona_adherence",
     "sis",
+    "spiral",
+    "spiral_final",
     "stagnation",
     "trajectory",
 ]
