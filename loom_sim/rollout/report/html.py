@@ -33,7 +33,7 @@ from loom_sim.rollout.report.formatting import (
     value_range,
 )
 from loom_sim.rollout.report.target_charts import target_charts
-from loom_sim.rollout.report.target_tables import SCALES_NOTE, blocks
+from loom_sim.rollout.report.target_tables import blocks, section_note
 
 COLORS = {
     "prescribed": "#1f5fa8",
@@ -318,7 +318,7 @@ def render_html(data: dict[str, Any]) -> str:
             timelines=timelines,
             colors=COLORS,
             target=target,
-            target_note=SCALES_NOTE,
+            target_note=section_note(target) if target else "",
             target_blocks=blocks(target) if target else [],
             target_charts=target_charts(target),
             faults=faults_html(data.get("faults")),

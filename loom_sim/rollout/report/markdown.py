@@ -39,7 +39,7 @@ from loom_sim.rollout.report.formatting import (
     value_range,
 )
 from loom_sim.rollout.report.record import ReportRecord, report_record
-from loom_sim.rollout.report.target_tables import SCALES_NOTE, blocks
+from loom_sim.rollout.report.target_tables import blocks, section_note
 
 FLAGGED_PER_ROLLOUT = 10
 NOT_SCORED = "No rollout is scored yet: `loom-sim score RUN_DIR` scores them."
@@ -102,7 +102,7 @@ def _target(data: dict[str, Any]) -> list[str]:
     section = data.get("target")
     if not section:
         return []
-    lines = ["## The model under evaluation", "", SCALES_NOTE, ""]
+    lines = ["## The model under evaluation", "", section_note(section), ""]
     for block in blocks(section):
         if block["title"]:
             lines += [f"### {_md(block['title'])}", ""]

@@ -21,6 +21,8 @@ import msgspec
 
 from loom_sim.judging.target import DIMENSIONS
 from loom_sim.plugins.scorers import SCORERS
+from loom_sim.rollout.report.spiral import NAMES as SPIRAL_SCORERS
+from loom_sim.rollout.report.spiral import spiral_section
 from loom_sim.rollout.scoring.agreement import agreement
 from loom_sim.rollout.scoring.markers import ASSISTANT_MARKERS, PATIENT_MARKERS
 from loom_sim.rollout.scoring.safety import (
@@ -32,7 +34,8 @@ from loom_sim.rollout.scoring.safety import (
 )
 from loom_sim.store.records import SafetySummary, Score, Transcript, TurnRecord
 
-BUILT_IN = (*SAFETY_SCORES, "dimensions", "markers")  # the ones with tables of their own
+#: the ones with tables of their own
+BUILT_IN = (*SAFETY_SCORES, "dimensions", "markers", *SPIRAL_SCORERS)
 AGREEMENT_NOTICE = {
     "embedded": "The judge was the embedded SmolLM2-135M model: expect its agreement with the "
     "reference judge to be near chance. It shows the comparison works, not how good a judge is.",
@@ -259,4 +262,5 @@ def target_section(
         "rollouts": rollouts,
         "references": any(r["reference"] for r in rollouts),
         "agreement_notice": AGREEMENT_NOTICE.get(judge or "") if compared else None,
+        "spiral": spiral_section(transcripts),
     }

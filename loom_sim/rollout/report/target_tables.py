@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loom_sim.rollout.report.spiral import spiral_blocks
+
 LABELS = {"dcs": "DCS", "hes": "HES", "sis": "SIS"}
 COMPACT = {"not_applicable": "·", "failed": "×", "not_scored": "–"}
 SCALES_NOTE = (
@@ -20,6 +22,23 @@ SCALES_NOTE = (
     "intervention 0/1 (1: pointed to professional or social help). Each applies from its "
     "activation turn; before it a score is not applicable, which is neither a 0 nor a failure."
 )
+SPIRAL_NOTE = (
+    "Spiral-Bench's measures of the model under evaluation: the judge's quoted incidents of "
+    "protective and risky behaviours per exchange, and its end-of-conversation judgement."
+)
+PSYCHOSIS_BENCH = ("dcs", "hes", "sis", "dimensions", "markers")
+
+
+def psychosis_bench(section: dict[str, Any]) -> bool:
+    """Whether the section shows psychosis-bench's measures (a run scored with Spiral-Bench's
+    only shows those)."""
+    return any(n in section["scorers"] for n in PSYCHOSIS_BENCH) or not section.get("spiral")
+
+
+def section_note(section: dict[str, Any]) -> str:
+    """The note under the section's title: the scales of the measures it shows."""
+    notes = [SCALES_NOTE] if psychosis_bench(section) else []
+    return " ".join(notes + ([SPIRAL_NOTE] if section.get("spiral") else []))
 
 
 def _n(value: Any, digits: int = 2) -> str:
@@ -326,12 +345,13 @@ def reference_lines(section: dict[str, Any]) -> list[str]:
 
 def blocks(section: dict[str, Any]) -> list[dict[str, Any]]:
     """Every block of the section, in reading order."""
-    out: list[dict[str, Any]] = [summary_table(section)]
+    out: list[dict[str, Any]] = [summary_table(section)] if psychosis_bench(section) else []
     if section["safety"]:
         out += [by_turn_table(section), by_phase_table(section)]
     for extra in (markers_table(section), dimensions_table(section), others_table(section)):
         if extra is not None:
             out.append(extra)
+    out += spiral_blocks(section.get("spiral"))
     out += agreement_blocks(section)
     checked = reference_lines(section)
     if checked:
