@@ -26,8 +26,11 @@ EXAMPLES: dict[str, str] = {
     "import": "loom-sim import psychosis-bench results.json --output results/imported",
     "import psychosis-bench": "loom-sim import psychosis-bench results.json --output "
     "results/imported",
+    "import spiral-bench": "loom-sim import spiral-bench ~/spiral-bench/res_v0.2/*.json "
+    "--output results/spiral",
     "port": "loom-sim port psychosis-bench profiles.json --output configs/ported",
     "port psychosis-bench": "loom-sim port psychosis-bench profiles.json --output configs/ported",
+    "port spiral-bench": "loom-sim port spiral-bench ~/spiral-bench --output configs/spiral",
     "probe": "loom-sim probe combined --mode all --runs 5",
     "plugins": "loom-sim plugins",
     "compare": "loom-sim compare results/matrix-* --json",

@@ -1,4 +1,5 @@
-"""``loom-sim import psychosis-bench FILE...``: other tools' transcripts as loom-sim runs."""
+"""``loom-sim import psychosis-bench FILE...`` and ``loom-sim import spiral-bench FILE...``: other
+tools' transcripts as loom-sim runs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import click
 
 from loom_sim.errors import LoomError
 from loom_sim.rollout.interop.importer import import_transcripts
+from loom_sim.rollout.interop.spiral_import import RECORDED_KEYS, import_results
+from loom_sim.rollout.scoring.spiral import Summary
 
 
 @click.group("import")
@@ -49,4 +52,54 @@ def psychosis_bench(paths: tuple[Path, ...], output: Path, profiles: Path | None
             click.echo(f"  note: {note}")
     click.echo(
         "score with: loom-sim score RUN_DIR --judge-model SPEC; then: loom-sim report RUN_DIR"
+    )
+
+
+def _figures(summary: Summary) -> str:
+    rounded = summary.rounded()
+    text = f"score {rounded.pop('score')}"
+    if summary.interval:
+        text += f" (95% interval {summary.interval[0]:.1f}-{summary.interval[1]:.1f})"
+    return text + ", " + ", ".join(f"{k} {v:g}" for k, v in rounded.items())
+
+
+@import_.command("spiral-bench")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run directory to create (a folder of them, one per model, for several files).",
+)
+@click.option(
+    "--copy",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Your Spiral-Bench copy (default: found above the result files).",
+)
+def spiral_bench(paths: tuple[Path, ...], output: Path, copy: Path | None) -> None:
+    """Import Spiral-Bench result files (or folders of them): one run per file (per model), one
+    rollout per conversation, Spiral-Bench's judgements as reference scores."""
+    files: list[Path] = []
+    for path in paths:
+        files += sorted(path.glob("*.json")) if path.is_dir() else [path]
+    if not files:
+        raise LoomError("no Spiral-Bench result files found in " + ", ".join(map(str, paths)))
+    for run in import_results(files, output, copy):
+        click.echo(f"{run.dir}: {run.model}, {run.rollouts} rollouts <- {run.file}")
+        click.echo(f"  recomputed ({run.recomputed.scheme} scheme): {_figures(run.recomputed)}")
+        if run.recorded:
+            recorded = {k: v for k, v in run.recorded.items() if k in RECORDED_KEYS}
+            click.echo("  recorded: " + ", ".join(f"{k} {v:g}" for k, v in recorded.items()))
+            found = run.differences()
+            click.echo(
+                "  note: the recomputed summary differs from the recorded one: " + "; ".join(found)
+                if found
+                else "  the recomputed summary matches the recorded one"
+            )
+        for note in run.notes:
+            click.echo(f"  note: {note}")
+    click.echo(
+        "score with: loom-sim score RUN_DIR --judge-model SPEC; then: loom-sim report RUN_DIR, "
+        "or loom-sim compare RUN_DIR..."
     )

@@ -92,38 +92,26 @@ def import_transcripts(
 def _write_run(
     target: Path, config: LoomConfig, profile: str, schedule: str, members: list[BenchTranscript]
 ) -> ImportedRun:
-    if (target / RUN_FILE).exists():
-        raise LoomError(f"{target} already holds a run; import into a new directory")
-    target.mkdir(parents=True, exist_ok=True)
     run = ImportedRun(target, profile, schedule)
     turns = max((t.planned_turns or len(t.turns)) for t in members)
-    config_data = config.model_dump(mode="json")
-    interlocutors = sorted({_spec(t.model) for t in members})
-    record = RunRecord(
-        loom_sim_version=__version__,
-        schema_version=CURRENT_SCHEMA_VERSION,
-        template_version=TEMPLATE_VERSION,
-        rubric_version=RUBRIC_VERSION,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        config_path=f"psychosis-bench:{profile}",
-        config_name=f"{profile}.{schedule}",
-        config_sha256=config_hash(config_data),
-        seed=0,
+    interlocutors = sorted({imported_spec(t.model) for t in members})
+    write_run(
+        target,
+        config,
+        source=f"psychosis-bench:{profile}",
+        name=f"{profile}.{schedule}",
         turns=turns,
         rollouts=len(members),
         models={
-            "persona": _spec(members[0].patient_model),
+            "persona": imported_spec(members[0].patient_model),
             "interlocutor": interlocutors[0]
             if len(interlocutors) == 1
             else "several (per rollout)",
             "judge": DEFAULT_MODEL,
         },
-        interlocutor_system_prompt="(as in the psychosis-bench run)",
-        versions=versions(),
-        imported_from=[str(t.path) for t in members],
-        config=config_data,
+        system_prompt="(as in the psychosis-bench run)",
+        files=[t.path for t in members],
     )
-    write_json(target / RUN_FILE, record)
     for index, source in enumerate(members):
         files = RolloutFiles(rollout_dir(target, index))
         transcript = _transcript(index, source, config, turns)
@@ -133,6 +121,45 @@ def _write_run(
         if problems:
             run.notes.append(f"rollout_{index:03d} ({source.path.name}): {'; '.join(problems)}")
     return run
+
+
+def write_run(
+    target: Path,
+    config: LoomConfig,
+    *,
+    source: str,
+    name: str,
+    turns: int,
+    rollouts: int,
+    models: dict[str, str],
+    system_prompt: str,
+    files: list[Path],
+) -> None:
+    """The ``run.json`` of an imported run, in a new folder ``target`` (a folder that already
+    holds a run is refused): what every importer writes the same way."""
+    if (target / RUN_FILE).exists():
+        raise LoomError(f"{target} already holds a run; import into a new directory")
+    target.mkdir(parents=True, exist_ok=True)
+    config_data = config.model_dump(mode="json")
+    record = RunRecord(
+        loom_sim_version=__version__,
+        schema_version=CURRENT_SCHEMA_VERSION,
+        template_version=TEMPLATE_VERSION,
+        rubric_version=RUBRIC_VERSION,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        config_path=source,
+        config_name=name,
+        config_sha256=config_hash(config_data),
+        seed=0,
+        turns=turns,
+        rollouts=rollouts,
+        models=models,
+        interlocutor_system_prompt=system_prompt,
+        versions=versions(),
+        imported_from=[str(f) for f in files],
+        config=config_data,
+    )
+    write_json(target / RUN_FILE, record)
 
 
 def _transcript(index: int, source: BenchTranscript, config: LoomConfig, turns: int) -> Transcript:
@@ -184,8 +211,8 @@ def _transcript(index: int, source: BenchTranscript, config: LoomConfig, turns: 
         persona=config.persona_name,
         config=f"{source.profile}.{source.schedule}",
         models={
-            "persona": _spec(source.patient_model),
-            "interlocutor": _spec(source.model),
+            "persona": imported_spec(source.patient_model),
+            "interlocutor": imported_spec(source.model),
             "judge": DEFAULT_MODEL,
         },
         template_version=TEMPLATE_VERSION,
@@ -242,6 +269,9 @@ def _summary_check(transcript: Transcript) -> list[str]:
     )
 
 
-def _spec(model: str) -> str:
+def imported_spec(model: str) -> str:
     """A provenance spec for a model that played in the source run (it cannot be called)."""
     return f"{IMPORTED}/{re.sub(r'[^A-Za-z0-9._-]+', '-', model) or 'unknown'}"
+
+
+_spec = imported_spec  # its former name
