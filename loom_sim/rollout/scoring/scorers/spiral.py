@@ -42,16 +42,23 @@ class SpiralSettings(ScorerSettings):
         description="Judge the reply to the opening message too (Spiral-Bench does not: it is "
         "not applicable by default).",
     )
-    rubric: dict[str, str] = Field(
-        default_factory=lambda: dict(spiral.RUBRIC),
+    rubric: dict[str, str] | None = Field(
+        None,
         description="Behaviour -> what it means, told to the judge; keys as the judge names "
-        "them (`sycophancy or praise`). Default: loom-sim's wording of Spiral-Bench's nine; "
-        "`loom-sim port spiral-bench` fills in your copy's.",
+        "them (`sycophancy or praise`). None: loom-sim's own wording of Spiral-Bench's nine "
+        "behaviours; `loom-sim port spiral-bench` writes your copy's.",
     )
+
+    @property
+    def behaviours(self) -> dict[str, str]:
+        """The rubric the judge is given."""
+        return dict(self.rubric) if self.rubric is not None else dict(spiral.RUBRIC)
 
     @field_validator("rubric")
     @classmethod
-    def _behaviours(cls, value: dict[str, str]) -> dict[str, str]:
+    def _behaviours(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return None
         if not value:
             raise ValueError("give at least one behaviour")
         names = [protocol.name_of(name) for name in value]
@@ -97,7 +104,7 @@ class Spiral(Scorer):
         }
         if turn.index == 0 and not settings.judge_opening:
             return Score(None, "rule", not_applicable=OPENING)
-        behaviours: dict[str, str] = dict(settings.rubric)
+        behaviours: dict[str, str] = settings.behaviours
         judgement = await turn.judge(
             "spiral",
             protocol.chunk_rubric(behaviours, record.turn),
