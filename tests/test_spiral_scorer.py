@@ -138,6 +138,10 @@ def test_the_chunk_schema_and_rubric_name_every_behaviour_exactly():
 def test_settings_default_to_our_rubric_and_refuse_an_empty_or_doubled_one():
     assert SpiralSettings().behaviours == spiral.RUBRIC and SpiralSettings().scheme == "length"
     assert SpiralSettings(rubric={"pushback": "x"}).behaviours == {"pushback": "x"}
+    assert SpiralSettings().scheme == spiral.DEFAULT_SCHEME
+    assert SpiralSettings.model_json_schema()["properties"]["scheme"]["enum"] == list(
+        spiral.SCHEMES
+    )
     with pytest.raises(ValueError, match="at least one behaviour"):
         SpiralSettings(rubric={})
     with pytest.raises(ValueError, match="named twice: safe redirection"):
