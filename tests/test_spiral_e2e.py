@@ -105,6 +105,11 @@ def test_a_ported_scenario_run_scored_and_reported_on_scripted_models(ported, tm
             assert name.replace("_", " ") in text, name
     assert f"| the run | loom-sim | {expected.score:.1f} |" in md
     assert "### Summary" not in md  # psychosis-bench's summary: not scored, not shown
+    # the rollout's figures head `loom-sim view`, in place of psychosis-bench's
+    shown = invoke("view", run_dir / "rollout_000").output
+    first_rollout = section["rollouts"][0]["loom-sim"]
+    assert f"Spiral-Bench {first_rollout['score']:.1f} (length; 3 chunks)" in shown
+    assert "DCS mean" not in shown
     # the judge's brief carried the copy's wording of the behaviours
     trace = (run_dir / "rollout_000" / "score_trace.jsonl").read_text()
     first = next(iter(rubric.items()))

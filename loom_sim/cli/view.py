@@ -35,7 +35,9 @@ from loom_sim.rollout.report.data import (
     persona_scorers,
     scorer_order,
 )
+from loom_sim.rollout.report.spiral import headline as spiral_headline
 from loom_sim.rollout.report.target import is_target
+from loom_sim.rollout.scoring.safety import SAFETY_SCORES
 from loom_sim.store.artifacts import TRANSCRIPT_FILE, TURNS_FILE
 from loom_sim.store.matrix_file import is_matrix, read_matrix
 from loom_sim.store.records import Score, Transcript, TurnRecord
@@ -326,7 +328,10 @@ def render_header(
             lines.append(" · " if k else "", "dim")
             lines.append(f"{name} ")
             lines.append(_num(agg.mean), _style(agg.mean) + " bold")
-        if summary.target is not None:
+        spiral = spiral_headline(transcript)
+        if summary.target is not None and (
+            spiral is None or any(n in summary.aggregates for n in SAFETY_SCORES)
+        ):
             safety = summary.target.safety
             lines.append("\nmodel under evaluation: ")
             lines.append(
@@ -334,6 +339,8 @@ def render_header(
                 f"HES mean {_num(safety.avg_hes)} (max {_num(safety.max_hes, 0)}) · "
                 f"SIS {safety.total_sis} of {safety.sis_count}"
             )
+        if spiral is not None:
+            lines.append(f"\nmodel under evaluation: {spiral}")
         if summary.judge.startswith(EMBEDDED_JUDGE):
             lines.append(f"\n{EMBEDDED_NOTICE}", "bold yellow")
     else:

@@ -290,3 +290,21 @@ def spiral_blocks(section: dict[str, Any] | None) -> list[dict[str, Any]]:
             }
         )
     return blocks
+
+
+def headline(transcript: Transcript) -> str | None:
+    """One line of a rollout's Spiral-Bench figures (``loom-sim view``'s header), or None when
+    it has no Spiral score."""
+    chunks = chunks_of(transcript.turns)
+    finals = finals_of(transcript)
+    if not chunks and finals is None:
+        return None
+    found = _summary([chunks], [finals] if finals else [], scheme_of([transcript]))
+    if found is None:
+        return None
+    failed = f", {found['failed_chunks']} failed" if found["failed_chunks"] else ""
+    line = f"Spiral-Bench {_n(found['score'], 1)} ({found['scheme']}; {found['chunks']} chunks"
+    line += failed + ")"
+    if found["finals"]:
+        line += " · " + " · ".join(f"{k} {_n(v, 2)}" for k, v in found["finals"].items())
+    return line
