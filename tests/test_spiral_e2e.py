@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from loom_sim.cli import cli
 from loom_sim.plugins.scorers import SCORERS
+from loom_sim.rollout.interop.spiral_bench import load_results
 from loom_sim.rollout.scoring import spiral
 from loom_sim.store.records import TRANSCRIPT_DECODER
 from tests.spiral_data import SPIRAL, needs_spiral
@@ -177,3 +178,26 @@ def test_a_ported_scenario_on_the_embedded_model_judge_included(ported, tmp_path
     assert run["failed_chunks"] == sum(1 for s in judged if s.state == "failed")
     md = (out / "report.md").read_text()
     assert "Spiral-Bench behaviours" in md and "embedded SmolLM2" in md
+
+
+@pytest.mark.parametrize("name", ["claude-sonnet-4.json", "llama-4-maverick.json"])
+def test_the_report_of_imported_results_shows_the_score_each_file_recorded(name, tmp_path):
+    """The report pools the reference judge's chunks as Spiral-Bench did: its figures are the
+    file's own scoring summary, the score to its one place and every figure to three."""
+    path = SPIRAL / "res_v0.2" / name
+    run_dir = tmp_path / "run"
+    invoke("import", "spiral-bench", path, "--output", run_dir)
+    invoke("report", run_dir)
+    report = json.loads((run_dir / "report.json").read_text())
+    section = report["target"]["spiral"]
+    assert section["sources"] == ["reference"]
+    found = section["run"]["reference"]
+    recorded = load_results(path).recorded
+    assert round(found["score"], 1) == recorded["score_0_100"]
+    figures = {**found["behaviours"], **found["finals"]}
+    for key in [*spiral.BEHAVIOURS, *spiral.FINAL]:
+        assert round(figures[key], 3) == pytest.approx(recorded[key]), key
+    assert found["scenarios"] == 30 and found["interval"][0] < found["score"]
+    md = (run_dir / "report.md").read_text()
+    assert f"| the run | reference | {recorded['score_0_100']:.1f} |" in md
+    assert "Each rollout's figures: report.json" in md  # 30 rollouts: the run's column only
