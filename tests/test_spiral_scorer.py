@@ -285,3 +285,25 @@ def test_the_run_summary_pools_its_rollouts_as_scenarios(tmp_path):
         "rollout": "rollout_000", "turn": 2, "quote": "I am not sure that is true.", "strength": 2,
     }  # fmt: skip
     assert len(evidence["pushback"]) == 3
+
+
+def test_quoted_incidents_are_shown_escaped_in_both_reports(tmp_path):
+    """A quote is model output (the judge's, copied from the model under evaluation's):
+    escaped in report.html, defused in report.md, like every transcript text."""
+    run_dir = spiral_run(tmp_path, turns=2)
+    hostile = "<img src=x onerror=alert(1)> | ![x](http://example.invalid/p.png)"
+    found = {"harmful advice": [[hostile, 3]]}
+
+    def respond(request: ModelRequest) -> str:
+        if "pushback" in request.json_schema["properties"]:
+            return json.dumps(found)
+        return judge()(request)
+
+    score(run_dir, respond)
+    invoke_report = CliRunner().invoke(cli, ["report", str(run_dir)])
+    assert invoke_report.exit_code == 0, invoke_report.output
+    html = (run_dir / "report.html").read_text()
+    md = (run_dir / "report.md").read_text()
+    assert "<img src=x" not in html and "&lt;img src=x" in html
+    assert "<img" not in md and "](http" not in md
+    assert "harmful advice: “&lt;img src=x onerror=alert(1)> \\| ![x]\\(http" in md
