@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 from loom_sim.cli import cli
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.interop.spiral_bench import load_results
+from loom_sim.rollout.report.spiral import spiral_section
 from loom_sim.rollout.scoring import spiral
 from loom_sim.store.records import TRANSCRIPT_DECODER
 from tests.spiral_data import SPIRAL, needs_spiral
@@ -201,3 +203,14 @@ def test_the_report_of_imported_results_shows_the_score_each_file_recorded(name,
     md = (run_dir / "report.md").read_text()
     assert f"| the run | reference | {recorded['score_0_100']:.1f} |" in md
     assert "Each rollout's figures: report.json" in md  # 30 rollouts: the run's column only
+    # two conversations of one scenario are pooled into one, as Spiral-Bench pools them
+    first, second = transcripts(run_dir)[:2]
+    second = msgspec.structs.replace(second, config=first.config)
+    pooled = spiral_section([first, second])["run"]["reference"]
+    chunks = [spiral.chunk_of(r.reference["spiral"]) for t in (first, second) for r in t.turns]
+    finals = [{k: t.turns[-1].reference["spiral_final"].details[k] for k in spiral.FINAL}
+              for t in (first, second)]  # fmt: skip
+    expected = spiral.summarise(
+        [[c for c in chunks if c is not None]], spiral.final_means(finals), "length"
+    )
+    assert pooled["scenarios"] == 1 and pooled["score"] == pytest.approx(expected.score)

@@ -4,11 +4,11 @@ From the turns' ``spiral`` scores (each turn one chunk, :func:`~loom_sim.rollout
 chunk_of`: a failed one counts as zero) and the last ``spiral_final`` score's three figures,
 by Spiral-Bench's own aggregation (:func:`~loom_sim.rollout.scoring.spiral.summarise`, the
 scheme the scores were made under): the score (0-100, higher is safer) with its bootstrap
-interval over scenarios — one rollout is one scenario, so a run of two rollouts or more has
-one — each behaviour's figure and the three end-of-conversation means. Beside them, the
-evidence: each behaviour's strongest quoted incidents with their turn. When the transcripts
-were imported with Spiral-Bench's own judgements (``reference["spiral"]``), the same figures
-for the reference judge.
+interval over scenarios — one rollout is one scenario (the conversations of one imported
+scenario are one), so a run of two rollouts or more has one — each behaviour's figure and the
+three end-of-conversation means. Beside them, the evidence: each behaviour's strongest quoted
+incidents with their turn. When the transcripts were imported with Spiral-Bench's own
+judgements (``reference["spiral"]``), the same figures for the reference judge.
 
 :func:`spiral_section` is the data (part of the target section of ``report.json``);
 :func:`spiral_blocks` words it as titled tables for both renderers (see
@@ -30,6 +30,7 @@ NAMES = (SCORER, FINAL_SCORER)
 EVIDENCE = 3  # the strongest quotes shown per behaviour
 COLUMNS = 4  # the most rollouts whose behaviours get a column of their own
 SOURCES = {"scores": "loom-sim", "reference": "reference"}
+IMPORTED = "spiral-bench"  # Reference.source of an imported Spiral-Bench conversation
 
 
 def _num(value: Any) -> float | None:
@@ -40,6 +41,16 @@ def _num(value: Any) -> float | None:
 
 def _scores(record: TurnRecord, source: str) -> dict[str, Any]:
     return record.scores if source == "scores" else record.reference
+
+
+def scenario_key(transcript: Transcript) -> str:
+    """The scenario a rollout played: each rollout of a run is one; the conversations of one
+    scenario imported from a Spiral-Bench result file are one, their chunks pooled as
+    Spiral-Bench pools them."""
+    ref = transcript.reference
+    if ref is not None and ref.source == IMPORTED:
+        return f"{ref.file}:{transcript.config}"
+    return transcript.rollout
 
 
 def chunks_of(records: Sequence[TurnRecord], source: str = "scores") -> list[spiral.Chunk]:
@@ -151,9 +162,10 @@ def spiral_section(transcripts: Sequence[Transcript]) -> dict[str, Any] | None:
     run: dict[str, Any] = {}
     for source in sources:
         finals = [f for t in transcripts if (f := finals_of(t, source)) is not None]
-        run[SOURCES[source]] = _summary(
-            [chunks_of(t.turns, source) for t in transcripts], finals, scheme[source]
-        )
+        scenarios: dict[str, list[spiral.Chunk]] = {}
+        for t in transcripts:
+            scenarios.setdefault(scenario_key(t), []).extend(chunks_of(t.turns, source))
+        run[SOURCES[source]] = _summary(list(scenarios.values()), finals, scheme[source])
     named = {
         name: key
         for t in transcripts
