@@ -35,6 +35,8 @@ from loom_sim.store.records import Score, Transcript, TurnRecord
 __all__ = ["MEAN", "RATE", "build_board", "interval_kind", "model_of", "models_by_rollout"]
 
 RATE, MEAN = "rate", "mean"
+#: Scorers with a table of their own (Spiral-Bench's: its aggregation is not a mean of turns).
+OWN_TABLES = ("spiral", "spiral_final")
 REFERENCE, OWN = "reference", "loom-sim"
 _NOT_MODELS = ("persona", "judge")
 
@@ -141,6 +143,7 @@ def _scorers(rollouts: Sequence[RolloutResult], pick: Callable, target_only: boo
         for record in r.transcript.turns:
             seen.update(dict.fromkeys(pick(record)))
     names = [n for n in SCORERS.names() if n in seen] + sorted(n for n in seen if n not in SCORERS)
+    names = [n for n in names if n not in OWN_TABLES]
     if target_only:
         names = [n for n in names if n in SCORERS and SCORERS.get(n).subject == "target"]
     return names

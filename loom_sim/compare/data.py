@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from loom_sim.compare.board import RATE, build_board, interval_kind, models_by_rollout
+from loom_sim.compare.spiral import build_spiral
 from loom_sim.errors import LoomError
 from loom_sim.intervals import ALPHA, Interval, bootstrap_difference, bootstrap_mean, rate
 from loom_sim.plugins.scorers import SCORERS
@@ -309,6 +310,7 @@ def build_compare(
     }
     judges = sorted({r.transcript.scores.judge for r in rollouts if r.transcript.scores})
     board = build_board(every)
+    spiral = build_spiral(every)
     return {
         "compare_version": COMPARE_VERSION,
         "runs": [_run_entry(run) for run in results],
@@ -321,7 +323,8 @@ def build_compare(
         "curves": curves,
         "judges": judges,
         "board": board,
-        "notices": _notices(judges, results, rollouts, scorers, board),
+        "spiral": spiral,
+        "notices": _notices(judges, results, rollouts, scorers, board or spiral),
     }
 
 
@@ -375,8 +378,8 @@ def _notices(
     notices = []
     if not scorers and board:
         notices.append(
-            "No rollout is scored by loom-sim yet: the leaderboard shows the reference judge's "
-            "scores the runs were imported with; `loom-sim score RUN_DIR` adds loom-sim's."
+            "No rollout is scored by loom-sim yet: the tables by model show the reference "
+            "judge's scores the runs were imported with; `loom-sim score RUN_DIR` adds loom-sim's."
         )
     elif not scorers:
         notices.append("No rollout is scored yet: `loom-sim score RUN_DIR` scores them.")

@@ -26,6 +26,9 @@ from loom_sim.compare.markdown import (
     num,
     scorer_rows,
 )
+from loom_sim.compare.spiral import AGREEMENT_NOTE as SPIRAL_AGREEMENT_NOTE
+from loom_sim.compare.spiral import NOTE as SPIRAL_NOTE
+from loom_sim.compare.spiral import spiral_agreement_rows, spiral_rows
 from loom_sim.core.html import html_environment
 
 __all__ = ["PALETTE", "compare_body", "curve_chart", "render_html", "stylesheet"]
@@ -129,6 +132,7 @@ def _context(data: dict[str, Any]) -> dict[str, Any]:
         (config, *scorer_rows(data, config, against_first=True)) for config in data["configs"]
     ]
     board = data.get("board")
+    spiral = data.get("spiral")
     return {
         "data": data,
         "tables": tables,
@@ -137,6 +141,12 @@ def _context(data: dict[str, Any]) -> dict[str, Any]:
         "board": board_rows(board) if board else None,
         "board_note": BOARD_NOTE,
         "left_out": board_left_out(board) if board else [],
+        "spiral": spiral_rows(spiral) if spiral else None,
+        "spiral_agreement": spiral_agreement_rows(spiral)
+        if spiral and spiral["agreement"]
+        else None,
+        "spiral_note": SPIRAL_NOTE,
+        "spiral_agreement_note": SPIRAL_AGREEMENT_NOTE,
         "no_differences": no_differences(data),
     }
 

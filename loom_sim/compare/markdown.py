@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from loom_sim.compare.data import ALL_CONFIGS
+from loom_sim.compare.spiral import AGREEMENT_NOTE, NOTE, spiral_agreement_rows, spiral_rows
 
 __all__ = [
     "board_cell",
@@ -213,6 +214,13 @@ def render_markdown(data: dict[str, Any], title: str = "Comparison") -> str:
         lines.append("")
         lines += [f"- {sentence}" for sentence in board_left_out(board)]
         lines.append("")
+    spiral = data.get("spiral")
+    if spiral:
+        lines += ["## Spiral-Bench, by model under evaluation", "", NOTE, ""]
+        lines += [*_table(*spiral_rows(spiral)), ""]
+        if spiral["agreement"]:
+            lines += ["### Judge agreement (Spiral-Bench)", "", AGREEMENT_NOTE, ""]
+            lines += [*_table(*spiral_agreement_rows(spiral)), ""]
     for config in configs:
         lines += [f"## {config}", ""]
         header, rows = scorer_rows(data, config)

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from loom_sim.compare.markdown import BOARD_NOTE, board_left_out, board_rows, scorer_rows
+from loom_sim.compare.spiral import spiral_agreement_rows, spiral_rows
 
 __all__ = ["render_terminal"]
 
@@ -63,12 +64,30 @@ def _board(board: dict[str, Any]) -> RenderableType:
     return Group(table, *left_out)
 
 
+def _plain(title: str, header: list[str], rows: list[list[str]]) -> RenderableType:
+    """A table as it is written, a line under each model's group."""
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for k, name in enumerate(header):
+        table.add_column(name, justify="left" if k < 3 else "right", overflow="fold")
+    for k, row in enumerate(rows):
+        last = k == len(rows) - 1 or bool(rows[k + 1][0])
+        table.add_row(*row, end_section=last)
+    return table
+
+
 def render_terminal(data: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for notice in data["notices"]:
         parts.append(Text(f"note: {notice}", "bold yellow"))
     if data.get("board"):
         parts.append(_board(data["board"]))
+    if data.get("spiral"):
+        parts.append(
+            _plain("Spiral-Bench, by model under evaluation", *spiral_rows(data["spiral"]))
+        )
+        if data["spiral"]["agreement"]:
+            rows = spiral_agreement_rows(data["spiral"])
+            parts.append(_plain("judge agreement (Spiral-Bench)", *rows))
     for config in data["configs"]:
         header, rows = scorer_rows(data, config)
         table = Table(title=config, title_justify="left", title_style="bold", show_lines=True)

@@ -42,6 +42,7 @@ from loom_sim.rollout.interop.port_wording import (
 )
 
 SCHEMA_LINE = "# yaml-language-server: $schema=../../docs/loom-sim.schema.json"
+TARGET_SCORERS = ("dcs", "hes", "sis", "dimensions", "markers")  # psychosis-bench's, as it scores
 DEFAULT_TURNS = 20  # every boundary of both shipped schedules (multiples of 0.05) is a turn
 GAP = 0.001  # where ranges do not join, the previous phase's end value holds until pct - GAP
 
@@ -187,12 +188,12 @@ def _interaction(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def _evaluation(p: dict[str, Any]) -> dict[str, Any]:
-    """psychosis-bench scores the model under evaluation: every target scorer runs, and HES is
-    told the profile's harm."""
+    """psychosis-bench scores the model under evaluation: its scorers run (not another
+    benchmark's, such as Spiral-Bench's), and HES is told the profile's harm."""
     hes = {k: p[k] for k in ("harm_type", "harm_mechanism") if p.get(k)}
     return {
         "scoring": {
-            "target": [info.name for info in target_scorers()],
+            "target": [info.name for info in target_scorers() if info.name in TARGET_SCORERS],
             **({"hes": hes} if hes else {}),
         }
     }

@@ -11,6 +11,9 @@ Kappa is linearly weighted, so a 0-vs-2 disagreement on DCS costs twice a 0-vs-1
 two-point scale (SIS), interval for continuous values. Both are undefined when the scores do
 not vary (every DCS a 2, say): agreement beyond chance cannot be told from chance then, and
 the reason is given instead of a number.
+
+Spiral-Bench's judge is compared the same way (:func:`spiral_agreement`): per turn, its chunk
+score and each behaviour's strength sum, and the end-of-conversation figures.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
+
+from loom_sim.rollout.scoring.spiral import BEHAVIOURS, DEFAULT_SCHEME, FINAL, SCHEMES, key
+from loom_sim.store.records import Score, TurnRecord
 
 #: (item, reference score, loom-sim's score): an item is a turn (from 1) or a dimension name.
 Pair = tuple[Any, float, float]
@@ -149,3 +155,80 @@ def _alpha(
             return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+# ─── Spiral-Bench ───────────────────────────────────────────────────────────
+
+SPIRAL, SPIRAL_FINAL = "spiral", "spiral_final"
+
+
+def _cap(score: Score) -> int:
+    scheme = SCHEMES.get(str(score.details.get("scheme")), SCHEMES[DEFAULT_SCHEME])
+    return int(scheme.chunk_cap)
+
+
+def _figure(score: Score, name: str, cap: int) -> float:
+    """A behaviour's strength sum in one chunk, capped as Spiral-Bench caps it."""
+    figures = {key(str(k)): v for k, v in (score.details.get("figures") or {}).items()}
+    return float(min(round(float(figures.get(name, 0.0))), cap))
+
+
+def spiral_agreement(
+    rollouts: Sequence[Sequence[TurnRecord]], labels: Sequence[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Spiral-Bench's judge (the reference) against loom-sim's, over the turns both judged:
+    the per-turn ``spiral`` value (interval), each behaviour's capped strength sum per turn
+    (``spiral:<behaviour>``, ordinal from 0 to the chunk cap) and the end-of-conversation
+    figures (``spiral_final``: off_rails, safety, social_dexterity, ordinal 0-10). Items are
+    turns counted from 1, prefixed by the rollout's label when there are several rollouts.
+    Empty when no turn has both judges' ``spiral`` scores."""
+    values: list[Pair] = []
+    behaviours: dict[str, list[Pair]] = {name: [] for name in BEHAVIOURS}
+    finals: list[Pair] = []
+    one_sided = [0, 0]
+    cap = 0
+    for index, records in enumerate(rollouts):
+        prefix = f"{labels[index]} " if labels and len(rollouts) > 1 else ""
+        last: list[Score | None] = [None, None]
+        for record in records:
+            theirs, ours = record.reference.get(SPIRAL), record.scores.get(SPIRAL)
+            for side, final in enumerate((record.reference, record.scores)):
+                found = final.get(SPIRAL_FINAL)
+                if found is not None and found.value is not None:
+                    last[side] = found
+            if theirs is None or ours is None:
+                continue
+            item: Any = f"{prefix}turn {record.turn + 1}" if prefix else record.turn + 1
+            if theirs.value is None or ours.value is None:
+                one_sided[0] += theirs.value is not None
+                one_sided[1] += ours.value is not None
+                continue
+            values.append((item, theirs.value, ours.value))
+            chunk_cap = _cap(theirs)
+            cap = max(cap, chunk_cap)
+            for name, pairs in behaviours.items():
+                pairs.append(
+                    (item, _figure(theirs, name, chunk_cap), _figure(ours, name, chunk_cap))
+                )
+        if last[0] is not None and last[1] is not None:
+            for name in FINAL:
+                a, b = last[0].details.get(name), last[1].details.get(name)
+                if isinstance(a, int | float) and isinstance(b, int | float):
+                    finals.append((f"{prefix}{name}", float(a), float(b)))
+    if not values and not finals:
+        return {}
+    out = {
+        SPIRAL: agreement(
+            SPIRAL,
+            values,
+            (0.0, 100.0),
+            reference_only=one_sided[0],
+            loom_sim_only=one_sided[1],
+        ).data()
+    }
+    if values:
+        for name, pairs in behaviours.items():
+            out[f"{SPIRAL}:{name}"] = agreement(f"{SPIRAL}:{name}", pairs, (0.0, cap)).data()
+    if finals:
+        out[SPIRAL_FINAL] = agreement(SPIRAL_FINAL, finals, (0.0, 10.0)).data()
+    return out
