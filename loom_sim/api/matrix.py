@@ -149,6 +149,7 @@ def run_matrix(
             record.concurrency,
             plan.dir,
             plan.arms[0].record.base_url,
+            again=f"loom-sim run --resume {plan.dir}",
         )
         try:
             if sys.stderr.isatty():
@@ -197,6 +198,8 @@ def record_matrix_faults(plan: MatrixPlan, faults: Faults) -> None:
         return
     plan.record.add_faults(faults)
     with contextlib.suppress(LoomError):
+        # An executor may have added its pass (``executions``) to the file meanwhile.
+        plan.record.executions = read_matrix(plan.dir).executions
         write_json(plan.dir / RUN_FILE, plan.record)
 
 

@@ -149,6 +149,7 @@ def _pipeline(
         plan.concurrency,
         plan.dir,
         plan.base_url,
+        again=again,
     )
     live = sys.stderr.isatty()
     transcripts = _rollouts(plan, hub, runner, batch, again, live)

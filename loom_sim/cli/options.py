@@ -186,22 +186,70 @@ def executor_options() -> Callable[[F], F]:
             type=RegistryChoice.of(EXECUTORS),
             default="local",
             show_default=True,
-            help="Where the rollouts (and scorings) run: local (this process) or ray "
-            "(each one a Ray task; pip install 'loom-sim[ray]').",
+            help="Where the rollouts (and scorings) run: local (this process), processes "
+            "(worker processes here, as --workers) or ray (each one a Ray task; "
+            "pip install 'loom-sim[ray]').",
         )(command)
 
     return decorate
 
 
-def chosen_executor(name: str, address: str | None, cpus_per_cell: float | None):
-    """The executor the options name, opened (a missing Ray is one sentence, here)."""
+class WorkersType(click.ParamType):
+    """``--workers``: a number of processes, or ``auto`` (:data:`AUTO_WORKERS`: the executor
+    chooses from the machine and the run's models)."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            count = value
+        elif str(value).strip().lower() == "auto":
+            return AUTO_WORKERS
+        else:
+            try:
+                count = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r}: give a number of worker processes, or auto", param, ctx)
+        if count < 1:
+            self.fail(f"{value!r}: give 1 or more worker processes, or auto", param, ctx)
+        return count
+
+
+AUTO_WORKERS = 0  # --workers auto: the executor chooses
+
+
+def workers_option() -> Callable[[F], F]:
+    return click.option(
+        "--workers",
+        type=WorkersType(),
+        metavar="N|auto",
+        help="Worker processes on this machine the rollouts are split over, each with its own "
+        "event loop and models (default 1: this process; auto: one per core, fewer with an "
+        "in-process model where memory is short).",
+    )
+
+
+def chosen_executor(
+    name: str, address: str | None, cpus_per_cell: float | None, workers: int | None = None
+):
+    """The executor the options name, opened (a missing Ray is one sentence, here).
+    ``workers`` (``--workers``; None: not given) above 1, or auto, makes the local executor
+    the ``processes`` one."""
     from loom_sim.errors import LoomError
     from loom_sim.executors import ExecutorSettings, open_executor
 
-    if name == "local" and (address or cpus_per_cell):
+    if name in ("local", "processes") and (address or cpus_per_cell):
         flag = "--address" if address else "--cpus-per-cell"
         raise LoomError(f"{flag} is for a cluster: add --executor ray")
-    return open_executor(name, ExecutorSettings(address, cpus_per_cell))
+    if name == "ray" and workers is not None:
+        raise LoomError(
+            "--workers is for this machine's processes; on Ray, --cpus-per-cell decides how "
+            "many rollouts share a core"
+        )
+    if name == "local" and workers is not None and workers != 1:
+        name = "processes"
+    count = None if workers in (None, AUTO_WORKERS) else workers
+    return open_executor(name, ExecutorSettings(address, cpus_per_cell, count))
 
 
 #: The one spelling of "print it for a program": every command that has a machine-readable form.

@@ -19,6 +19,7 @@ from loom_sim.cli.options import (
     executor_options,
     parse_pairs,
     timeout_option,
+    workers_option,
 )
 from loom_sim.errors import LoomError
 from loom_sim.models.pricing import Price
@@ -137,6 +138,7 @@ def _prices(values: tuple[str, ...]) -> dict[str, Price]:
 @click.option("--no-score", is_flag=True, help="Skip scoring (and the report) at the end.")
 @cache_option()
 @executor_options()
+@workers_option()
 @click.option(
     "--shard",
     metavar="K/N",
@@ -161,12 +163,13 @@ def run(
     executor: str,
     address: str | None,
     cpus_per_cell: float | None,
+    workers: int | None,
     **defining,
 ) -> None:
     """Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn is
     written as it completes. Several CONFIGs, several --target, or a suite file: a matrix
     run of every config x target x rollout in one run directory."""
-    runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell))
+    runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell, workers))
     targets: tuple[str, ...] = defining.pop("target")
     if resume is not None:
         # Every option the signature does not name defines the run (**defining collects

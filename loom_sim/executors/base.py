@@ -3,7 +3,8 @@
 A run is planned (``run.json``, its cells) and reported in one place, whatever executes it;
 between the two, an executor takes the units of work — one cell (a rollout of a run or of a
 matrix's arm), or one scoring of one rollout — and runs them: all in this process under one
-trio nursery (``local``), or as tasks on a Ray cluster (``ray``). Every unit writes through the
+trio nursery (``local``), split over worker processes on this machine (``processes``), or as
+tasks on a Ray cluster (``ray``). Every unit writes through the
 same crash-safe files and resumes from them, so executors differ only in where the work
 happens and what is shared: the model hub's limits, the budgets, the progress table.
 
@@ -42,10 +43,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ExecutorSettings:
-    """The command line's choices for a distributed executor (ignored by ``local``)."""
+    """The command line's choices for the executors that run work elsewhere (ignored by
+    ``local``)."""
 
     address: str | None = None  # an existing cluster to join; None: start one here
     cpus_per_cell: float | None = None  # None: 1 for in-process models, a fraction otherwise
+    workers: int | None = None  # processes: worker processes; None: chosen from the machine
 
 
 @dataclass
@@ -58,6 +61,7 @@ class CellBatch:
     concurrency: int  # cells running at once
     record_dir: Path  # the folder whose run.json records the pass (the matrix's, or the run's)
     base_url: str | None = None  # as given (run.json holds it redacted)
+    again: str | None = None  # the command that continues the run, said when it stops early
 
 
 @dataclass

@@ -40,7 +40,7 @@ from loom_sim.models.pricing import Price, PriceTable
 from loom_sim.models.providers import PROVIDERS, ClientOptions, Provider, Sharing
 from loom_sim.models.retry import RetryPolicy
 
-__all__ = ["ModelHub", "ModelSpec", "parse_spec"]
+__all__ = ["HubSettings", "ModelHub", "ModelSpec", "parse_spec"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,41 @@ def parse_spec(spec: str) -> ModelSpec:
     return ModelSpec(provider, name)
 
 
+@dataclass(frozen=True)
+class HubSettings:
+    """What a hub is made of, as plain values: another process (a worker of the ``processes``
+    executor) is handed these and makes the same hub, with its own clients, pools and limits.
+    The environment (keys, base URLs) is not among them: each process reads its own."""
+
+    base_url: str | None
+    prices: dict[str, Price | Mapping[str, Any]]
+    context_tokens: dict[str, int]
+    timeout_s: float
+    max_attempts: int
+    provider_concurrency: dict[str, int]
+    rollouts_per_client: int
+    connections_per_client: int
+
+    def open(
+        self,
+        cache: ResponseCache | None = None,
+        provider_concurrency: Mapping[str, int] | None = None,
+    ) -> ModelHub:
+        """The hub, with ``provider_concurrency`` in place of the recorded limits (a worker's
+        share of them)."""
+        return ModelHub(
+            base_url=self.base_url,
+            prices=self.prices,
+            context_tokens=self.context_tokens,
+            timeout_s=self.timeout_s,
+            max_attempts=self.max_attempts,
+            provider_concurrency=provider_concurrency or self.provider_concurrency,
+            rollouts_per_client=self.rollouts_per_client,
+            connections_per_client=self.connections_per_client,
+            cache=cache,
+        )
+
+
 class ModelHub:
     """Creates and shares the model clients of one run; ``await hub.aclose()`` at the end.
 
@@ -105,6 +140,7 @@ class ModelHub:
             raise ValueError("rollouts_per_client must be at least 1")
         self._env = os.environ if env is None else env
         self.base_url = base_url
+        self._given_prices = dict(prices or {})
         self.prices = PriceTable(prices, free=[p.name for p in PROVIDERS if p.free])
         self._context_tokens = dict(context_tokens or {})
         self.timeout_s = timeout_s
@@ -129,6 +165,19 @@ class ModelHub:
         return (
             f"ModelHub(clients={len(self._clients)}, pools={len(self._pools)}, "
             f"base_url={self.base_url!r})"
+        )
+
+    def settings(self) -> HubSettings:
+        """What another process needs to make this hub again (its limits as given here)."""
+        return HubSettings(
+            base_url=self.base_url,
+            prices=dict(self._given_prices),
+            context_tokens=dict(self._context_tokens),
+            timeout_s=self.timeout_s,
+            max_attempts=self.retry.max_attempts,
+            provider_concurrency=dict(self.provider_concurrency),
+            rollouts_per_client=self.rollouts_per_client,
+            connections_per_client=self.connections_per_client,
         )
 
     async def __aenter__(self) -> ModelHub:

@@ -10,8 +10,9 @@ made in one process:
   the record.
 * :class:`Execution` — one ``--executor ray`` pass over the run (its rollouts, or their
   scoring): where it ran, and which cells Ray had to run again because their worker or node
-  was lost. Appended when the pass ends, so the record of a run resumed three times says so
-  three times.
+  was lost; or one pass of the ``processes`` executor (``--workers N``): how many worker
+  processes, and the cells a worker that died left unfinished. Appended when the pass ends,
+  so the record of a run resumed three times says so three times.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def parse_shard(text: str) -> Shard:
 class Execution(msgspec.Struct, frozen=True, kw_only=True):
     """One pass of a distributed executor over a run."""
 
-    executor: str  # "ray"
+    executor: str  # "ray" or "processes"
     phase: str  # "run" (rollouts) or "score"
     started_at: str
     ended_at: str
@@ -64,3 +65,4 @@ class Execution(msgspec.Struct, frozen=True, kw_only=True):
     cells: int = 0  # units of work handed out (cells, or rollouts to score)
     retries: dict[str, int] = msgspec.field(default_factory=dict)  # cell id -> runs again
     lost: list[str] = msgspec.field(default_factory=list)  # cells that ran out of retries
+    workers: int | None = None  # processes: the worker processes the cells were split over

@@ -332,6 +332,8 @@ def record_faults(plan: RunPlan, faults: Faults) -> None:
         return
     plan.record.add_faults(faults)
     with contextlib.suppress(LoomError):
+        # An executor may have added its pass (``executions``) to the file meanwhile.
+        plan.record.executions = read_run(plan.dir).executions
         write_json(plan.dir / RUN_FILE, plan.record)
 
 

@@ -1,0 +1,115 @@
+"""How many worker processes a run gets when ``--workers auto`` leaves it to loom-sim.
+
+A run whose models are all remote (an HTTP API) or scripted spends its CPU on loom-sim's own
+work — prompts, monitors, records — one core per process: it gets a worker per core this
+process may use (its affinity mask, :func:`loom_sim.cpu.cores`).
+
+A run with an in-process model (the embedded llama.cpp model, a GGUF file) is different: one
+process already keeps every core busy through llama.cpp's threads, and each worker loads its
+own copy of the model. So it gets more than one worker only where memory holds them all:
+each worker is counted as :data:`WORKER_BASE_BYTES` (Python, loom-sim, the embedding model,
+contexts; the embedded quickstart peaks under 1 GB in one process) plus twice its model files
+(the weights, and as much again for contexts and kept prompt states), and the workers may
+take :data:`MEMORY_SHARE` of the memory available now (``MemAvailable``). Where the system
+does not say what is available, it gets one. Its workers then share the cores: each loads its
+models with ``cores / workers`` threads (``LOOM_SIM_THREADS``, unless that is set).
+
+Never more workers than cells to run, than ``--concurrency`` (each worker runs at least one
+rollout at a time), or than the smallest limit of an HTTP provider the run calls (each worker
+holds at least one of its slots, and the limit is the account's, shared between workers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from loom_sim import cpu
+from loom_sim.errors import LoomError
+from loom_sim.models.gguf import resolve_local_path
+from loom_sim.models.providers import PROVIDERS
+from loom_sim.rollout.runtime.cells import Cell
+
+__all__ = [
+    "MEMORY_SHARE",
+    "WORKER_BASE_BYTES",
+    "available_memory",
+    "by_memory",
+    "choose_workers",
+    "in_process_models",
+    "threads_per_worker",
+]
+
+WORKER_BASE_BYTES = 1024**3
+MEMORY_SHARE = 0.8
+MEMINFO = Path("/proc/meminfo")
+
+
+def _providers(cells: Iterable[Cell]) -> set[str]:
+    plans = {id(c.plan): c.plan for c in cells}.values()
+    return {spec.split("/", 1)[0] for plan in plans for spec in plan.models.values()}
+
+
+def in_process_models(cells: Iterable[Cell]) -> list[str]:
+    """The specs of the cells' models that run in this process (llama.cpp), each once."""
+    plans = {id(c.plan): c.plan for c in cells}.values()
+    specs = dict.fromkeys(spec for plan in plans for spec in plan.models.values())
+    return [
+        spec
+        for spec in specs
+        if spec.split("/", 1)[0] in PROVIDERS and not PROVIDERS.get(spec.split("/", 1)[0]).parallel
+    ]
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (``MemAvailable``), or None where the system does not
+    say."""
+    try:
+        for line in MEMINFO.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        return None
+    return None
+
+
+def by_memory(model_bytes: int, available: int | None) -> int:
+    """Workers that fit in ``available`` bytes, each loading ``model_bytes`` of model files."""
+    if available is None:
+        return 1
+    return max(1, int(available * MEMORY_SHARE) // (WORKER_BASE_BYTES + 2 * model_bytes))
+
+
+def _model_bytes(specs: list[str]) -> int:
+    total = 0
+    for spec in specs:
+        try:
+            total += resolve_local_path(spec).stat().st_size
+        except (OSError, LoomError):  # a missing file is said where the model is checked
+            continue
+    return total
+
+
+def choose_workers(
+    asked: int | None, cells: list[Cell], concurrency: int, limits: dict[str, int]
+) -> int:
+    """The workers for ``cells`` (those still to run): ``asked`` (None: the rule above),
+    bounded by the cells, ``concurrency`` and the HTTP providers' ``limits``."""
+    if asked is None:
+        local = in_process_models(cells)
+        asked = (
+            cpu.cores()
+            if not local
+            else min(cpu.cores(), by_memory(_model_bytes(local), available_memory()))
+        )
+    http = [
+        limits[p]
+        for p in _providers(cells)
+        if p in PROVIDERS and PROVIDERS.get(p).http and p in limits
+    ]
+    return max(1, min(asked, len(cells), concurrency, *http))
+
+
+def threads_per_worker(workers: int) -> int:
+    """The threads each worker's in-process models use, the cores shared between workers."""
+    return max(1, cpu.cores() // max(1, workers))
