@@ -7,7 +7,7 @@ A row is one model, one judge, one scheme: the score (0-100, higher is safer) wi
 bootstrap interval over scenarios, the nine behaviours' figures and the three
 end-of-conversation means, made by :func:`loom_sim.rollout.scoring.spiral.summarise` from the
 rollouts' per-turn scores, the conversations of one scenario pooled
-(:func:`~loom_sim.rollout.interop.spiral_import.scenario_of`). For an imported result file, the
+(:func:`~loom_sim.rollout.scoring.spiral.scenario_of`). For an imported result file, the
 reference row under the ``length`` scheme is the file's recorded summary, figure for figure.
 The agreement is :func:`~loom_sim.rollout.scoring.agreement.spiral_agreement` over each model's
 rollouts that both judges scored.
@@ -19,9 +19,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from loom_sim.compare.board import models_by_rollout
-from loom_sim.rollout.interop.spiral_import import summarise
 from loom_sim.rollout.scoring.agreement import SPIRAL, SPIRAL_FINAL, spiral_agreement
-from loom_sim.rollout.scoring.spiral import BEHAVIOURS, DEFAULT_SCHEME, FINAL, SCHEMES
+from loom_sim.rollout.scoring.spiral import (
+    BEHAVIOURS,
+    DEFAULT_SCHEME,
+    FINAL,
+    SCHEMES,
+    summarise_rollouts,
+)
 from loom_sim.runs.load import RolloutResult
 
 __all__ = ["NAMES", "build_spiral", "spiral_agreement_rows", "spiral_rows"]
@@ -72,7 +77,7 @@ def build_spiral(every: Sequence[RolloutResult]) -> dict[str, Any] | None:
             if not _judged(members, source):
                 continue
             for scheme in SCHEMES:
-                summary = summarise(transcripts, scheme, source)
+                summary = summarise_rollouts(transcripts, scheme, source)
                 rows.append(
                     {
                         "model": model,

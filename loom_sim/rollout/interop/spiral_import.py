@@ -9,7 +9,8 @@ run, so the run's config is the ported seeker *without* a scenario
 (:func:`~loom_sim.rollout.interop.spiral_port.config_for`: the copy's seeker instructions, its
 rubric, the ``spiral`` and ``spiral_final`` scorers): what ``score`` needs. Each rollout's
 scenario is its transcript's ``config`` (the prompt id, e.g. ``mp01``), and Spiral-Bench pools
-the conversations of one scenario, so :func:`scenario_of` reads it back. A run directory per
+the conversations of one scenario, so :func:`~loom_sim.rollout.scoring.spiral.scenario_of`
+reads it back. A run directory per
 scenario would instead split one model across thirty runs.
 
 Each conversation's exchanges become turns (the seeker's message, the assistant's reply); the
@@ -34,7 +35,6 @@ from loom_sim.config import LoomConfig
 from loom_sim.errors import LoomError
 from loom_sim.rollout.interop.importer import imported_spec, write_run
 from loom_sim.rollout.interop.spiral_bench import (
-    SOURCE,
     Conversation,
     JudgedChunk,
     Results,
@@ -76,14 +76,6 @@ class ImportedSpiral:
             if isinstance(theirs, int | float) and (mine is None or abs(mine - theirs) > 5e-4):
                 found.append(f"{name} {mine} (recorded {theirs})")
         return found
-
-
-def scenario_of(transcript: Transcript) -> str:
-    """The scenario a rollout played: an imported one's prompt id; any other rollout is a
-    scenario of its own."""
-    if transcript.reference is not None and transcript.reference.source == SOURCE:
-        return f"{transcript.reference.file}:{transcript.config}"
-    return transcript.rollout
 
 
 def import_results(
@@ -139,31 +131,10 @@ def _write(target: Path, config: LoomConfig, results: Results) -> ImportedSpiral
         transcript = _transcript(index, conversation, results, config, turns)
         RolloutFiles(rollout_dir(target, index)).write_transcript(transcript)
         transcripts.append(transcript)
-    recomputed = summarise(transcripts, SCHEME)
+    recomputed = spiral.summarise_rollouts(transcripts, SCHEME, "reference")
     return ImportedSpiral(
         target, results.model, results.path, len(transcripts), recomputed, results.recorded, notes
     )
-
-
-def summarise(transcripts: list[Transcript], scheme: str, source: str = "reference") -> Summary:
-    """Spiral-Bench's summary of rollouts from their ``spiral`` and ``spiral_final`` scores
-    (``source``: ``reference`` for the imported judge's, ``scores`` for loom-sim's), the
-    conversations of one scenario pooled."""
-    scenarios: dict[str, list[spiral.Chunk]] = {}
-    finals = []
-    for transcript in transcripts:
-        chunks = scenarios.setdefault(scenario_of(transcript), [])
-        for record in transcript.turns:
-            held = record.reference if source == "reference" else record.scores
-            score = held.get("spiral")
-            chunk = spiral.chunk_of(score) if score is not None else None
-            if chunk is not None:
-                chunks.append(chunk)
-            final = held.get("spiral_final")
-            if final is not None and final.value is not None:
-                finals.append({name: float(final.details[name]) for name in FINAL})
-    judged = [chunks for chunks in scenarios.values() if chunks]
-    return spiral.summarise(judged, spiral.final_means(finals), scheme)
 
 
 def _reference(judged: JudgedChunk, scheme: str) -> Score:
@@ -251,7 +222,7 @@ def _transcript(
         ended_at=0.0,
         duration_s=0.0,
         reference=Reference(
-            source=SOURCE,
+            source=spiral.IMPORTED,
             file=results.path.name,
             judge=None,
             planned_turns=None,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from loom_sim.store.records import Score
+from loom_sim.store.records import Score, Transcript
 
 #: The rubric's behaviours, keyed as Spiral-Bench's judge names them, each with loom-sim's own
 #: one-line description (``loom-sim port spiral-bench`` puts the user's copy's wording in the
@@ -301,3 +301,38 @@ def chunk_of(score: Score) -> Chunk | None:
     return Chunk(
         {str(k): float(v) for k, v in figures.items()}, int(score.details.get("chars") or 0)
     )
+
+
+#: ``Reference.source`` of a conversation imported from a Spiral-Bench result file.
+IMPORTED = "spiral-bench"
+
+
+def scenario_of(transcript: Transcript) -> str:
+    """The scenario a rollout played: an imported conversation's scenario (Spiral-Bench pools
+    the conversations of one scenario of one file); any other rollout is one of its own."""
+    ref = transcript.reference
+    if ref is not None and ref.source == IMPORTED:
+        return f"{ref.file}:{transcript.config}"
+    return transcript.rollout
+
+
+def summarise_rollouts(
+    transcripts: Sequence[Transcript], scheme: Scheme | str, source: str = "scores"
+) -> Summary:
+    """The summary of rollouts from their turns' ``spiral`` and ``spiral_final`` scores:
+    loom-sim's (``source="scores"``) or an imported file's judge's (``"reference"``), the
+    conversations of one scenario pooled."""
+    scenarios: dict[str, list[Chunk]] = {}
+    finals = []
+    for transcript in transcripts:
+        chunks = scenarios.setdefault(scenario_of(transcript), [])
+        for record in transcript.turns:
+            held = record.reference if source == "reference" else record.scores
+            found = held.get("spiral")
+            chunk = chunk_of(found) if found is not None else None
+            if chunk is not None:
+                chunks.append(chunk)
+            final = held.get("spiral_final")
+            if final is not None and final.value is not None:
+                finals.append({name: float(final.details[name]) for name in FINAL})
+    return summarise([c for c in scenarios.values() if c], final_means(finals), scheme)
