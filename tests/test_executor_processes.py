@@ -1,0 +1,265 @@
+"""``--workers N``: a run's cells over worker processes on this machine.
+
+The runs use scripted models (and, where a test must catch a run mid-way, an OpenAI-compatible
+server whose replies wait at a gate), so two runs with the same seed make the same turns.
+What may differ between two runs of the same plan is left out of the comparisons (tests/
+distributed.py's VOLATILE: times, the command line, the executions record, the concurrency),
+and the header's copy of the command line (``--workers 2`` is in one and not the other).
+A rollout stopped mid-turn and resumed keeps in its ``trace.jsonl`` the messages of the turn
+that was in flight (the trace records what was said); so after a stop only the records of
+turns and transcripts are compared, as the interrupt tests do.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shlex
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from loom_sim.cli import cli
+from loom_sim.executors import EXECUTORS, ExecutorSettings, open_executor
+from loom_sim.executors.processes import ProcessesExecutor, share
+from loom_sim.executors.worker_count import WORKER_BASE_BYTES, by_memory
+from loom_sim.models.base import ModelResponse, Usage
+from loom_sim.models.cache import ResponseCache
+from tests.distributed import MATRIX, contents, invoke
+from tests.gated_server import GatedServer
+from tests.terminal import LOOM_SIM, Terminal
+
+SCRIPTED = ["--persona-model", "scripted/varied", "--target", "scripted/varied"]
+SCRIPTED += ["--judge-model", "scripted/judge"]
+
+
+def comparable(run_dir: Path) -> dict:
+    found = contents(run_dir)
+    for name, data in found.items():
+        if name.endswith("run.json") and isinstance(data, dict) and data.get("header"):
+            data["header"].pop("command", None)
+    return found
+
+
+def records(run_dir: Path) -> dict:
+    """Every rollout's turn records and transcript, what a stopped and resumed run must have
+    exactly as an uninterrupted one."""
+    return {
+        name: data
+        for name, data in comparable(run_dir).items()
+        if name.endswith(("turns.jsonl", "transcript.json"))
+    }
+
+
+def executions(run_dir: Path) -> list[dict]:
+    return json.loads((run_dir / "run.json").read_text()).get("executions", [])
+
+
+# ─── the same files ─────────────────────────────────────────────────────────
+
+
+@pytest.mark.slow  # two runs, one of them starting two worker processes
+def test_a_two_worker_run_writes_the_files_a_one_worker_run_writes(tmp_path):
+    """Scored and reported: every rollout's turns, transcript, trace, scores and the report
+    are the same whether one process ran the four rollouts or two workers ran two each."""
+    one, two = tmp_path / "one" / "run", tmp_path / "two" / "run"  # the report names its folder
+    args = ["run", "mania_patient", "--turns", "3", "--rollouts", "4", *SCRIPTED, "--seed", "5"]
+    made = invoke(*args, "-o", str(one), "--no-cache")
+    assert made.exit_code == 0, made.output
+    made = invoke(*args, "-o", str(two), "--no-cache", "--workers", "2")
+    assert made.exit_code == 0, made.output
+    assert comparable(two) == comparable(one)
+    assert executions(one) == []
+    [execution] = executions(two)
+    assert (execution["executor"], execution["workers"], execution["cells"]) == ("processes", 2, 4)
+    assert execution["lost"] == []
+
+
+@pytest.mark.slow  # two matrix runs, one of them starting two worker processes
+def test_a_matrix_over_two_workers_equals_the_one_process_matrix(tmp_path):
+    one, two = tmp_path / "one" / "run", tmp_path / "two" / "run"
+    made = invoke("run", *MATRIX, "--seed", "5", "--no-score", "-o", str(one))
+    assert made.exit_code == 0, made.output
+    made = invoke("run", *MATRIX, "--seed", "5", "--no-score", "-o", str(two), "--workers", "2")
+    assert made.exit_code == 0, made.output
+    assert comparable(two) == comparable(one)
+    assert [(e["executor"], e["workers"]) for e in executions(two)] == [("processes", 2)]
+
+
+# ─── a worker killed, the parent stopped ────────────────────────────────────
+
+
+def gated_run(out: Path, base_url: str, *more: str) -> list[str]:
+    """Two rollouts of 6 turns; the model under evaluation is the gated server's."""
+    args = ["run", "mania_patient", "--turns", "6", "--rollouts", "2", "-o", str(out)]
+    args += ["--persona-model", "scripted/varied", "--target", "openai/gated"]
+    args += ["--judge-model", "scripted/echo", "--base-url", base_url, "--seed", "8"]
+    return [*args, "--no-score", "--no-cache", *more]
+
+
+def workers_of(pid: int) -> list[int]:
+    """The worker processes ``pid`` started (``multiprocessing``'s spawned children; not its
+    resource tracker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == pid and "spawn_main" in command:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def finish(command: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(LOOM_SIM), *command], capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+@pytest.mark.slow  # starts the real command three times
+def test_a_killed_worker_stops_the_run_and_resume_completes_it(tmp_path):
+    """SIGKILL to one worker with calls in flight: the parent notices, stops the other worker,
+    and ends with one sentence naming the command that continues; that command completes the
+    run with the turns an uninterrupted run makes."""
+    killed, straight = tmp_path / "killed" / "run", tmp_path / "straight" / "run"
+    with GatedServer(answered=3) as gate:
+        proc = subprocess.Popen(
+            [str(LOOM_SIM), *gated_run(killed, gate.base_url, "--workers", "2")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert gate.held.wait(120), "the run did not reach its fourth call"
+            workers = workers_of(proc.pid)
+            assert len(workers) == 2, workers
+            os.kill(workers[0], signal.SIGKILL)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+        gate.release()
+        assert proc.returncode == 1, err
+        assert "Traceback" not in err and "internal error" not in err
+        said = f"worker process {workers[0]} was killed by SIGKILL before its rollouts ended"
+        assert said in err, err
+        assert f"every completed turn is saved in {killed}. Continue with: " in err
+        again = err.split("Continue with: ", 1)[1].splitlines()[0]
+        assert again == (
+            f"loom-sim run --resume {killed} --base-url {gate.base_url} --no-score --no-cache "
+            "--workers 2"
+        )
+        [execution] = executions(killed)
+        assert execution["lost"], execution  # the killed worker's cells, unfinished
+        continued = finish(shlex.split(again)[1:])
+        assert continued.returncode == 0, continued.stderr
+        uninterrupted = finish(gated_run(straight, gate.base_url))
+        assert uninterrupted.returncode == 0, uninterrupted.stderr
+    assert records(killed) == records(straight)
+    for index in (0, 1):
+        turns = (killed / f"rollout_{index:03d}" / "turns.jsonl").read_text().splitlines()
+        assert [json.loads(line)["turn"] for line in turns] == list(range(6))
+
+
+@pytest.mark.slow  # starts the real command three times, on a pseudo-terminal
+def test_ctrl_c_stops_every_worker_and_resume_completes_the_run(tmp_path):
+    """Ctrl-C at a terminal (SIGINT to the whole process group: the workers ignore it, the
+    parent tells them to stop): every worker winds down, the run says what was saved and the
+    exact command that continues, exits 130; that command completes it."""
+    stopped, straight = tmp_path / "stopped" / "run", tmp_path / "straight" / "run"
+    with GatedServer(answered=3) as gate:
+        with Terminal(*gated_run(stopped, gate.base_url, "--workers", "2")) as terminal:
+            terminal.wait_for(gate.held.is_set, timeout=120, what="a model call held at the gate")
+            workers = workers_of(terminal.proc.pid)
+            assert len(workers) == 2, workers
+            terminal.ctrl_c()
+            assert terminal.finish(timeout=60) == 130
+            screen = "".join(line.rstrip("\n") for line in terminal.screen.display)
+            output = terminal.output
+        assert "Traceback" not in output and "internal error" not in output
+        assert "Ctrl-C again to quit at once" in screen
+        assert all(not Path(f"/proc/{pid}").exists() for pid in workers)
+        command = (
+            f"loom-sim run --resume {stopped} --base-url {gate.base_url} --no-score --no-cache "
+            "--workers 2"
+        )
+        assert f"saved in {stopped}. Continue with: {command}" in screen, screen
+        gate.release()
+        continued = finish(shlex.split(command)[1:])
+        assert continued.returncode == 0, continued.stderr
+        uninterrupted = finish(gated_run(straight, gate.base_url))
+        assert uninterrupted.returncode == 0, uninterrupted.stderr
+    assert records(stopped) == records(straight)
+
+
+# ─── the pieces ─────────────────────────────────────────────────────────────
+
+
+def test_shares_add_up_to_the_whole():
+    assert [share(10, 3, k) for k in range(3)] == [4, 3, 3]
+    assert [share(4, 2, k) for k in range(2)] == [2, 2]
+    assert sum(share(64, 5, k) for k in range(5)) == 64
+
+
+def test_an_embedded_run_gets_as_many_workers_as_memory_holds():
+    model = 150 * 1024**2
+    per_worker = WORKER_BASE_BYTES + 2 * model
+    assert by_memory(model, None) == 1  # the system does not say: one
+    assert by_memory(model, per_worker) == 1
+    assert by_memory(model, int(3 * per_worker / 0.8)) == 3
+
+
+def test_the_executor_is_registered_and_workers_choose_it():
+    from loom_sim.cli.options import chosen_executor
+
+    assert "processes" in EXECUTORS
+    assert isinstance(open_executor("processes", ExecutorSettings(workers=2)), ProcessesExecutor)
+    assert chosen_executor("local", None, None, 1).name == "local"
+    assert chosen_executor("local", None, None, None).name == "local"
+    chosen = chosen_executor("local", None, None, 3)
+    assert (chosen.name, chosen.workers) == ("processes", 3)
+    assert chosen_executor("local", None, None, 0).workers is None  # auto
+
+
+@pytest.mark.parametrize("given", ["0", "many", "-2"])
+def test_a_bad_worker_count_is_one_sentence(given):
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["run", "mania_patient", "--workers", given])
+    assert result.exit_code == 2
+    assert "--workers" in result.output and "Traceback" not in result.output
+
+
+def _store(path: str, worker: int, count: int) -> None:
+    cache = ResponseCache(path)
+    for n in range(count):
+        response = ModelResponse(f"{worker}-{n}", Usage(1, 1, 0.0), "scripted/x")
+        cache.put(f"{worker}-{n}", "scripted/x", response)
+        cache.get(f"{(worker + 1) % 3}-{n}")  # a read beside the other writers (a hit or not)
+    assert cache.problem is None, cache.problem
+    cache.close()
+
+
+@pytest.mark.slow  # three processes
+def test_the_response_cache_takes_writes_from_several_processes(tmp_path):
+    """The workers share the run's cache file: SQLite in WAL mode, each write one
+    transaction, so three processes writing at once lose nothing and break nothing."""
+    path = str(tmp_path / "responses.sqlite3")
+    ResponseCache(path).close()  # as the parent opens it before the workers start
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_store, args=(path, k, 200)) for k in range(3)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(120)
+    assert [p.exitcode for p in processes] == [0, 0, 0]
+    with ResponseCache(path) as cache:
+        assert cache.stats().entries == 600
+        assert cache.get("2-199") is not None
