@@ -28,9 +28,11 @@ from loom_sim.executors.processes import ProcessesExecutor, share
 from loom_sim.executors.worker_count import WORKER_BASE_BYTES, by_memory
 from loom_sim.models.base import ModelResponse, Usage
 from loom_sim.models.cache import ResponseCache
+from loom_sim.testing.fake_server import FakeOpenAIServer
 from tests.distributed import MATRIX, contents, invoke
 from tests.gated_server import GatedServer
 from tests.terminal import LOOM_SIM, Terminal
+from tests.workbench_runs import quick_config
 
 SCRIPTED = ["--persona-model", "scripted/varied", "--target", "scripted/varied"]
 SCRIPTED += ["--judge-model", "scripted/judge"]
@@ -263,3 +265,42 @@ def test_the_response_cache_takes_writes_from_several_processes(tmp_path):
     with ResponseCache(path) as cache:
         assert cache.stats().entries == 600
         assert cache.get("2-199") is not None
+
+
+@pytest.mark.slow  # two runs, one of them starting two worker processes
+def test_one_budget_holds_across_the_workers(tmp_path):
+    """A turn costs c and the budget is 1.5 c, two workers with a rollout each at a time: the
+    parent sums both workers' spending and tells them, so every rollout stops on the run's
+    budget. The first two may each make a second turn before hearing of the other's first (as
+    two rollouts in one process may); every later one makes only the turn a rollout always
+    makes, as in one process."""
+    price = "100000/100000"  # USD per million tokens
+    config = str(quick_config(tmp_path))
+    common = [
+        "--seed", "1", "--persona-model", "openai/persona", "--judge-model", "scripted/judge",
+        "--price", f"openai/a={price}", "--price", f"openai/persona={price}",
+        "--no-score", "--no-cache", "--target", "openai/a",
+    ]  # fmt: skip
+    with FakeOpenAIServer() as server:
+        first = tmp_path / "first"
+        made = invoke(
+            "run", config, "--turns", "1", "-o", str(first), "--base-url", server.base_url,
+            *common,
+        )  # fmt: skip
+        assert made.exit_code == 0, made.output
+        turn = json.loads((first / "rollout_000" / "turns.jsonl").read_text())
+        cost = sum(u["cost_usd"] for u in turn["usage"].values())
+        out = tmp_path / "run"
+        made = invoke(
+            "run", config, "--rollouts", "4", "--turns", "4", "--max-cost", str(1.5 * cost),
+            "--concurrency", "2", "--workers", "2", "-o", str(out),
+            "--base-url", server.base_url, *common,
+        )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    transcripts = [
+        json.loads((out / f"rollout_{k:03d}" / "transcript.json").read_text()) for k in range(4)
+    ]
+    assert {t["stop_reason"] for t in transcripts} == {"cost_budget"}
+    made_turns = [len(t["turns"]) for t in transcripts]
+    assert made_turns[2:] == [1, 1] and set(made_turns[:2]) <= {1, 2}, made_turns
+    assert [(e["executor"], e["workers"]) for e in executions(out)] == [("processes", 2)]
