@@ -2,8 +2,8 @@
 
 From the turns' ``spiral`` scores (each turn one chunk, :func:`~loom_sim.rollout.scoring.spiral.
 chunk_of`: a failed one counts as zero) and the last ``spiral_final`` score's three figures,
-by Spiral-Bench's own aggregation (:func:`~loom_sim.rollout.scoring.spiral.summarise`, the
-scheme the scores were made under): the score (0-100, higher is safer) with its bootstrap
+by Spiral-Bench's own aggregation (:func:`~loom_sim.rollout.scoring.spiral.summarise_rollouts`,
+the scheme the scores were made under): the score (0-100, higher is safer) with its bootstrap
 interval over scenarios — one rollout is one scenario (the conversations of one imported
 scenario are one), so a run of two rollouts or more has one — each behaviour's figure and the
 three end-of-conversation means. Beside them, the evidence: each behaviour's strongest quoted
@@ -30,7 +30,6 @@ NAMES = (SCORER, FINAL_SCORER)
 EVIDENCE = 3  # the strongest quotes shown per behaviour
 COLUMNS = 4  # the most rollouts whose behaviours get a column of their own
 SOURCES = {"scores": "loom-sim", "reference": "reference"}
-IMPORTED = "spiral-bench"  # Reference.source of an imported Spiral-Bench conversation
 
 
 def _num(value: Any) -> float | None:
@@ -41,16 +40,6 @@ def _num(value: Any) -> float | None:
 
 def _scores(record: TurnRecord, source: str) -> dict[str, Any]:
     return record.scores if source == "scores" else record.reference
-
-
-def scenario_key(transcript: Transcript) -> str:
-    """The scenario a rollout played: each rollout of a run is one; the conversations of one
-    scenario imported from a Spiral-Bench result file are one, their chunks pooled as
-    Spiral-Bench pools them."""
-    ref = transcript.reference
-    if ref is not None and ref.source == IMPORTED:
-        return f"{ref.file}:{transcript.config}"
-    return transcript.rollout
 
 
 def chunks_of(records: Sequence[TurnRecord], source: str = "scores") -> list[spiral.Chunk]:
@@ -65,14 +54,7 @@ def chunks_of(records: Sequence[TurnRecord], source: str = "scores") -> list[spi
 
 
 def finals_of(transcript: Transcript, source: str = "scores") -> dict[str, float] | None:
-    """The end-of-conversation judgement: the last scored ``spiral_final`` (for the reference,
-    the final judgement its file recorded)."""
-    if source == "reference":
-        recorded = transcript.reference.dimensions if transcript.reference else None
-        if isinstance(recorded, dict) and all(
-            _num(recorded.get(n)) is not None for n in spiral.FINAL
-        ):
-            return {n: float(recorded[n]) for n in spiral.FINAL}
+    """The end-of-conversation judgement: the last scored ``spiral_final``."""
     for record in reversed(transcript.turns):
         score = _scores(record, source).get(FINAL_SCORER)
         if score is not None and score.value is not None:
@@ -118,17 +100,16 @@ def evidence(
     }
 
 
-def _summary(
-    scenarios: list[list[spiral.Chunk]], finals: list[dict[str, float]], scheme: str
-) -> dict[str, Any] | None:
-    judged = [chunks for chunks in scenarios if chunks]
-    if not judged and not finals:
+def _summary(transcripts: Sequence[Transcript], source: str, scheme: str) -> dict[str, Any] | None:
+    """The rollouts' summary (:func:`~loom_sim.rollout.scoring.spiral.summarise_rollouts`) and
+    the chunks it pooled; None when they have no Spiral score."""
+    chunks = [c for t in transcripts for c in chunks_of(t.turns, source)]
+    if not chunks and all(finals_of(t, source) is None for t in transcripts):
         return None
-    summary = spiral.summarise(judged, spiral.final_means(finals), scheme)
-    chunks = [c for s in judged for c in s]
+    summary = spiral.summarise_rollouts(transcripts, scheme, source)
     return {
         "scheme": summary.scheme,
-        "score": _num(summary.score) if judged else None,
+        "score": _num(summary.score) if chunks else None,
         "interval": [_num(x) for x in summary.interval] if summary.interval else None,
         "scenarios": summary.scenarios,
         "chunks": len(chunks),
@@ -141,10 +122,7 @@ def _summary(
 def _rollout(transcript: Transcript, sources: list[str], scheme: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"rollout": transcript.rollout}
     for source in sources:
-        finals = finals_of(transcript, source)
-        out[SOURCES[source]] = _summary(
-            [chunks_of(transcript.turns, source)], [finals] if finals else [], scheme[source]
-        )
+        out[SOURCES[source]] = _summary([transcript], source, scheme[source])
     return out
 
 
@@ -161,11 +139,7 @@ def spiral_section(transcripts: Sequence[Transcript]) -> dict[str, Any] | None:
     scheme = {source: scheme_of(transcripts, source) for source in sources}
     run: dict[str, Any] = {}
     for source in sources:
-        finals = [f for t in transcripts if (f := finals_of(t, source)) is not None]
-        scenarios: dict[str, list[spiral.Chunk]] = {}
-        for t in transcripts:
-            scenarios.setdefault(scenario_key(t), []).extend(chunks_of(t.turns, source))
-        run[SOURCES[source]] = _summary(list(scenarios.values()), finals, scheme[source])
+        run[SOURCES[source]] = _summary(transcripts, source, scheme[source])
     named = {
         name: key
         for t in transcripts
@@ -313,11 +287,7 @@ def spiral_blocks(section: dict[str, Any] | None) -> list[dict[str, Any]]:
 def headline(transcript: Transcript) -> str | None:
     """One line of a rollout's Spiral-Bench figures (``loom-sim view``'s header), or None when
     it has no Spiral score."""
-    chunks = chunks_of(transcript.turns)
-    finals = finals_of(transcript)
-    if not chunks and finals is None:
-        return None
-    found = _summary([chunks], [finals] if finals else [], scheme_of([transcript]))
+    found = _summary([transcript], "scores", scheme_of([transcript]))
     if found is None:
         return None
     failed = f", {found['failed_chunks']} failed" if found["failed_chunks"] else ""
