@@ -157,3 +157,10 @@ def test_a_scored_import_shows_both_judges_and_their_agreement(tmp_path):
     assert found["spiral:pushback"]["level"] == "ordinal"
     assert found["spiral:pushback"]["categories"] == [float(v) for v in range(9)]
     assert found["spiral_final"]["pairs"] == 3 * 3
+    reported = invoke("report", str(out))
+    assert reported.exit_code == 0, reported.output
+    section = json.loads((out / "report.json").read_text())["target"]
+    assert section["spiral_agreement"] == found  # the report's and compare's are one
+    markdown = (out / "report.md").read_text()
+    assert "| all rollouts | spiral:pushback |" in markdown
+    assert "| all rollouts | spiral_final |" in markdown

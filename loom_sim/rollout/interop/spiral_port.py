@@ -347,7 +347,5 @@ _Dumper.add_representer(str, _text)
 
 def render(port: SpiralPort) -> str:
     """The config file's text: the header comments, then the YAML."""
-    body = yaml.dump(
-        port.config, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
-    )
+    body = yaml.dump(port.config, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     return "\n".join(port.header) + "\n" + body

@@ -23,7 +23,7 @@ from loom_sim.judging.target import DIMENSIONS
 from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.report.spiral import NAMES as SPIRAL_SCORERS
 from loom_sim.rollout.report.spiral import spiral_section
-from loom_sim.rollout.scoring.agreement import agreement
+from loom_sim.rollout.scoring.agreement import agreement, spiral_agreement
 from loom_sim.rollout.scoring.markers import ASSISTANT_MARKERS, PATIENT_MARKERS
 from loom_sim.rollout.scoring.safety import (
     SAFETY_SCORES,
@@ -254,7 +254,11 @@ def target_section(
     if not names:
         return None
     rollouts = [_rollout(t, names, phases) for t in transcripts]
-    compared = any(r["agreement"] for r in rollouts)
+    # Spiral-Bench's judge against loom-sim's, over the run (one conversation is few turns)
+    spiral_pairs = spiral_agreement(
+        [t.turns for t in transcripts], [t.rollout for t in transcripts]
+    )
+    compared = any(r["agreement"] for r in rollouts) or bool(spiral_pairs)
     return {
         "scorers": names,
         "safety": [n for n in SAFETY_SCORES if n in names],
@@ -263,4 +267,5 @@ def target_section(
         "references": any(r["reference"] for r in rollouts),
         "agreement_notice": AGREEMENT_NOTICE.get(judge or "") if compared else None,
         "spiral": spiral_section(transcripts),
+        "spiral_agreement": spiral_pairs,
     }

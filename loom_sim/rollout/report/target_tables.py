@@ -252,6 +252,8 @@ def _stat(value: float | None, digits: int = 2) -> str:
 
 def agreement_blocks(section: dict[str, Any]) -> list[dict[str, Any]]:
     compared = [(r, r["agreement"]) for r in section["rollouts"] if r["agreement"]]
+    if section.get("spiral_agreement"):  # over the run's rollouts together
+        compared.append(({"rollout": "all rollouts"}, section["spiral_agreement"]))
     if not compared:
         return []
     rows = []
