@@ -86,8 +86,8 @@ def render_terminal(data: dict[str, Any]) -> RenderableType:
             _plain("Spiral-Bench, by model under evaluation", *spiral_rows(data["spiral"]))
         )
         if data["spiral"]["agreement"]:
-            rows = spiral_agreement_rows(data["spiral"])
-            parts.append(_plain("judge agreement (Spiral-Bench)", *rows))
+            agreement = spiral_agreement_rows(data["spiral"])
+            parts.append(_plain("judge agreement (Spiral-Bench)", *agreement))
     for config in data["configs"]:
         header, rows = scorer_rows(data, config)
         table = Table(title=config, title_justify="left", title_style="bold", show_lines=True)
