@@ -80,14 +80,14 @@ class WorkerJob:
     budgets: Budgets
     started: float  # the pass's start, wall clock: the runtime budget counts from here
     base_url: str | None
-    threads: int | None  # LOOM_SIM_THREADS for this worker's models (None: as inherited)
+    threads: int  # LOOM_SIM_THREADS for this worker's models (unless the user set it)
 
 
 def work(conn: Connection, job: WorkerJob) -> None:
     """The worker process's body (the target ``multiprocessing`` runs)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if job.threads is not None and not os.environ.get(THREADS_ENV):
+    if not os.environ.get(THREADS_ENV):
         os.environ[THREADS_ENV] = str(job.threads)  # the cores are shared between workers
     try:
         trio.run(_serve, conn, job)
@@ -102,11 +102,14 @@ async def _serve(conn: Connection, job: WorkerJob) -> None:
         hub = job.hub.open(cache, job.provider_concurrency)
         cells = _cells(job)
         budget = WorkerBudget(job.budgets, job.started, conn)
-        with trio.CancelScope() as stopping:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_listen, conn, stopping, budget)
+        stopping = trio.CancelScope()
+        async with trio.open_nursery() as nursery:
+            # The listener stays up while the rollouts unwind: a parent gone meanwhile still
+            # ends this process at once.
+            nursery.start_soon(_listen, conn, stopping, budget)
+            with stopping:
                 await run_cells(cells, hub, PipeProgress(conn), budget, job.concurrency)
-                nursery.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
         faults = hub.retry.faults
         send(
             conn,

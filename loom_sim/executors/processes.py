@@ -54,7 +54,7 @@ from loom_sim.executors.process_messages import (
     send,
 )
 from loom_sim.executors.process_worker import CellRef, WorkerJob, work
-from loom_sim.executors.worker_count import choose_workers, in_process_models, threads_per_worker
+from loom_sim.executors.worker_count import choose_workers, threads_per_worker
 from loom_sim.models.providers import PROVIDERS
 from loom_sim.models.retry import Faults
 from loom_sim.rollout.runtime.cells import Cell
@@ -134,7 +134,8 @@ class _Pass:
         self.started = time.time()
         self.total = 0.0  # the run's spending, summed over workers
         settings = batch.hub.settings()
-        threads = threads_per_worker(count) if in_process_models(pending) else None
+        # The cores are shared: each worker's llama.cpp and ONNX Runtime get their part.
+        threads = threads_per_worker(count)
         cache = batch.hub.cache
         self.workers: list[_Worker] = []
         for number in range(count):
@@ -151,7 +152,7 @@ class _Pass:
                 concurrency=share(batch.concurrency, count, number),
                 hub=settings,
                 provider_concurrency=limits,
-                cache_path=str(cache.path) if cache is not None and not cache.read_only else None,
+                cache_path=str(cache.path) if cache is not None else None,
                 budgets=batch.budgets,
                 started=self.started,
                 base_url=batch.base_url,

@@ -11,8 +11,11 @@ each worker is counted as :data:`WORKER_BASE_BYTES` (Python, loom-sim, the embed
 contexts; the embedded quickstart peaks under 1 GB in one process) plus twice its model files
 (the weights, and as much again for contexts and kept prompt states), and the workers may
 take :data:`MEMORY_SHARE` of the memory available now (``MemAvailable``). Where the system
-does not say what is available, it gets one. Its workers then share the cores: each loads its
-models with ``cores / workers`` threads (``LOOM_SIM_THREADS``, unless that is set).
+does not say what is available, it gets one.
+
+Whatever the count, the workers share the cores: each loads its models (llama.cpp, and ONNX
+Runtime for the embedding model) with ``cores / workers`` threads (``LOOM_SIM_THREADS``,
+unless that is set), so N workers do not start N times the threads the machine has.
 
 Never more workers than cells to run, than ``--concurrency`` (each worker runs at least one
 rollout at a time), or than the smallest limit of an HTTP provider the run calls (each worker
