@@ -1,13 +1,20 @@
 """Spiral-Bench's judge against loom-sim's (``spiral_agreement``): per turn, the chunk score and
-each behaviour's capped strength sum; at the end, the three final figures."""
+each behaviour's capped strength sum; at the end, the three final figures. And compare's
+Spiral-Bench table over a matrix of ported scenarios run and scored by loom-sim."""
 
 from __future__ import annotations
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
+from loom_sim.cli import cli
+from loom_sim.compare import build_compare
+from loom_sim.compare.markdown import render_markdown
 from loom_sim.rollout.scoring.agreement import spiral_agreement
 from loom_sim.rollout.scoring.spiral import BEHAVIOURS
 from loom_sim.store.records import Score, TurnRecord
+from tests.spiral_data import SPIRAL, needs_spiral
 
 
 def _spiral(figures: dict[str, float], value: float, source: str) -> Score:
@@ -104,3 +111,38 @@ def test_turns_only_one_judge_scored_are_counted_apart():
 def test_nothing_to_compare_is_nothing():
     records = _rollout([])
     assert spiral_agreement([records]) == {}
+
+
+@needs_spiral
+@pytest.mark.slow
+def test_a_matrix_of_ported_scenarios_counts_every_rollout_of_every_arm_as_a_scenario(tmp_path):
+    """rollout_000 of one arm and of another are two scenarios, not one."""
+    ported = tmp_path / "ported"
+    result = CliRunner().invoke(cli, ["port", "spiral-bench", str(SPIRAL), "-o", str(ported)])
+    assert result.exit_code == 0, result.output
+    configs = []
+    for name in ("mp01", "eac01"):  # no sentence-embedding model: these tests do not need it
+        data = yaml.safe_load((ported / f"{name}.yaml").read_text())
+        data["evaluation"]["scoring"]["stagnation"] = {"enabled": False}
+        data["interaction"]["stagnation_detection"]["backend"] = "tfidf"
+        configs.append(tmp_path / f"{name}.yaml")
+        configs[-1].write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "matrix"
+    run = CliRunner().invoke(
+        cli,
+        [
+            "run", *map(str, configs), "--target", "scripted/varied", "--turns", "3",
+            "--rollouts", "2", "--persona-model", "scripted/varied",
+            "--judge-model", "scripted/judge", "-o", str(out),
+        ],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    table = build_compare([out])["spiral"]
+    assert {(r["judge"], r["scheme"]) for r in table["rows"]} == {
+        ("loom-sim", "length"),
+        ("loom-sim", "plain"),
+    }
+    assert all(r["scenarios"] == 4 and r["rollouts"] == 4 for r in table["rows"])
+    assert table["agreement"] == {}  # no reference judge to agree with
+    markdown = render_markdown(build_compare([out]))
+    assert "| scripted/varied | loom-sim | length | 4 |" in markdown

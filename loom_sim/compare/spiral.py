@@ -24,7 +24,9 @@ from loom_sim.rollout.scoring.spiral import (
     BEHAVIOURS,
     DEFAULT_SCHEME,
     FINAL,
+    IMPORTED,
     SCHEMES,
+    scenario_of,
     summarise_rollouts,
 )
 from loom_sim.runs.load import RolloutResult
@@ -57,6 +59,10 @@ def _judged(results: Sequence[RolloutResult], source: str) -> bool:
     )
 
 
+def _imported(r: RolloutResult) -> bool:
+    return r.transcript.reference is not None and r.transcript.reference.source == IMPORTED
+
+
 def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -71,13 +77,20 @@ def build_spiral(every: Sequence[RolloutResult]) -> dict[str, Any] | None:
     for r in started:
         models.setdefault(column[id(r)], []).append(r)
     rows, agreements = [], {}
+    several = len({r.run for r in started}) > 1
     for model, members in models.items():
         transcripts = [m.transcript for m in members]
+        # rollout_000 of every arm of a matrix, or of two runs, is a scenario of its own
+        labels = [f"{m.run}/{m.cell.id}" if several else m.cell.id for m in members]
+        keys = [
+            scenario_of(m.transcript) if _imported(m) else label
+            for m, label in zip(members, labels, strict=True)
+        ]
         for source, judge in JUDGES.items():
             if not _judged(members, source):
                 continue
             for scheme in SCHEMES:
-                summary = summarise_rollouts(transcripts, scheme, source)
+                summary = summarise_rollouts(transcripts, scheme, source, keys)
                 rows.append(
                     {
                         "model": model,
@@ -92,7 +105,7 @@ def build_spiral(every: Sequence[RolloutResult]) -> dict[str, Any] | None:
                         "figures": {k: _round(v, 6) for k, v in summary.figures.items()},
                     }
                 )
-        found = spiral_agreement([t.turns for t in transcripts], [t.rollout for t in transcripts])
+        found = spiral_agreement([t.turns for t in transcripts], labels)
         if found:
             agreements[model] = found
     return {

@@ -317,15 +317,20 @@ def scenario_of(transcript: Transcript) -> str:
 
 
 def summarise_rollouts(
-    transcripts: Sequence[Transcript], scheme: Scheme | str, source: str = "scores"
+    transcripts: Sequence[Transcript],
+    scheme: Scheme | str,
+    source: str = "scores",
+    scenarios_of: Sequence[str] | None = None,
 ) -> Summary:
     """The summary of rollouts from their turns' ``spiral`` and ``spiral_final`` scores:
     loom-sim's (``source="scores"``) or an imported file's judge's (``"reference"``), the
-    conversations of one scenario pooled."""
+    conversations of one scenario pooled. ``scenarios_of`` names each transcript's scenario
+    when the rollouts come from several runs or arms (default: :func:`scenario_of`)."""
     scenarios: dict[str, list[Chunk]] = {}
     finals = []
-    for transcript in transcripts:
-        chunks = scenarios.setdefault(scenario_of(transcript), [])
+    for index, transcript in enumerate(transcripts):
+        name = scenarios_of[index] if scenarios_of is not None else scenario_of(transcript)
+        chunks = scenarios.setdefault(name, [])
         for record in transcript.turns:
             held = record.reference if source == "reference" else record.scores
             found = held.get("spiral")
