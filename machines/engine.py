@@ -129,6 +129,7 @@ class _Built:
             (source, trigger): moves[0].dest
             for trigger, event in self.library.events.items()
             for source, moves in event.transitions.items()
+            if moves[0].dest is not None  # the library's internal transitions: none here
         }
 
 

@@ -200,7 +200,9 @@ def _recorded(data: dict[str, Any]) -> tuple[dict[str, float] | None, dict[str, 
         if row is None and isinstance(summary, list) and summary and isinstance(summary[0], dict):
             row = dict(summary[0])
         finals = meta.get("final_judgement_summary")
-        n = int(finals.get("count") or 0) if isinstance(finals, dict) else 0
+        if not isinstance(finals, dict):
+            continue
+        n = int(finals.get("count") or 0)
         if n > 0:
             for name in FINAL:
                 sums[name] += float(finals.get(name, 0.0)) * n
