@@ -5,17 +5,20 @@ summary the file recorded, and which loom-sim's own judge can score beside it.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from loom_sim.cli import cli
+from loom_sim.rollout.interop.importer import imported_spec
 from loom_sim.rollout.interop.spiral_bench import load_results
 from loom_sim.rollout.report.data import load_transcript
 from loom_sim.rollout.scoring.spiral import BEHAVIOURS, FINAL
 from tests.spiral_data import SPIRAL, needs_spiral, result_files
 
 pytestmark = needs_spiral
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def invoke(*args: str):
@@ -102,6 +105,20 @@ def test_two_files_make_a_run_each_and_compare_groups_by_model(tmp_path):
     markdown = (report / "report.md").read_text()
     assert "## Spiral-Bench, by model under evaluation" in markdown and "37.5 [" in markdown
     assert "Spiral-Bench, by model under evaluation" in (report / "report.html").read_text()
+    _the_docs_table_is_what_compare_gives(data)
+
+
+def _the_docs_table_is_what_compare_gives(data: dict) -> None:
+    """docs/spiral-bench.md's table of the two result files: every row as compare makes it."""
+    doc = (ROOT / "docs" / "spiral-bench.md").read_text()
+    order = [*BEHAVIOURS, *FINAL]
+    named = {imported_spec(r.model): r.model for r in map(load_results, result_files())}
+    for row in data["spiral"]["rows"]:
+        model = named[row["model"]]
+        low, high = row["interval"]
+        cells = [model, row["scheme"], f"{row['score']:.1f}", f"{low:.1f}–{high:.1f}"]
+        cells += [f"{row['figures'][name]:.3f}" for name in order]
+        assert "| " + " | ".join(cells) + " |" in doc, cells
 
 
 def _trimmed(tmp_path, scenarios=3):
