@@ -19,6 +19,7 @@ import shlex
 import signal
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -304,3 +305,24 @@ def test_one_budget_holds_across_the_workers(tmp_path):
     made_turns = [len(t["turns"]) for t in transcripts]
     assert made_turns[2:] == [1, 1] and set(made_turns[:2]) <= {1, 2}, made_turns
     assert [(e["executor"], e["workers"]) for e in executions(out)] == [("processes", 2)]
+
+
+def _cells(count: int, *specs: str) -> list:
+    plan = SimpleNamespace(models={f"role{k}": spec for k, spec in enumerate(specs)})
+    return [SimpleNamespace(plan=plan) for _ in range(count)]
+
+
+def test_auto_gives_a_worker_per_core_within_the_cells_concurrency_and_http_limits(monkeypatch):
+    from loom_sim.executors import worker_count
+
+    monkeypatch.setattr(worker_count.cpu, "cores", lambda: 8)
+    scripted = _cells(100, "scripted/varied", "scripted/judge")
+    assert worker_count.choose_workers(None, scripted, 64, {}) == 8
+    assert worker_count.choose_workers(None, scripted[:3], 64, {}) == 3  # the cells
+    assert worker_count.choose_workers(None, scripted, 2, {}) == 2  # --concurrency
+    assert worker_count.choose_workers(5, scripted, 64, {}) == 5  # as asked
+    remote = _cells(100, "openai/a", "scripted/judge")
+    assert worker_count.choose_workers(None, remote, 64, {"openai": 4, "anthropic": 2}) == 4
+    monkeypatch.setattr(worker_count, "available_memory", lambda: None)
+    embedded = _cells(100, "local/smollm2", "scripted/judge")
+    assert worker_count.choose_workers(None, embedded, 64, {}) == 1  # memory unknown: one
