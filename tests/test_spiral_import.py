@@ -66,9 +66,12 @@ def test_turns_carry_spiral_benchs_judgements(tmp_path):
     assert run["rollouts"] == len(source.conversations) == 30
     assert run["config"]["evaluation"]["scoring"]["target"] == ["spiral", "spiral_final"]
     assert len(run["config"]["evaluation"]["scoring"]["spiral"]["rubric"]) == 9
-    for index, conversation in enumerate(source.conversations):
-        transcript = load_transcript(out / f"rollout_{index:03d}" / "transcript.json")
-        assert transcript.config == conversation.scenario
+    transcripts = [load_transcript(p / "transcript.json") for p in sorted(out.glob("rollout_*"))]
+    scenarios = json.loads((SPIRAL / "prompts" / "eval_prompts_v0.2.json").read_text())
+    assert [t.config for t in transcripts] == sorted(s["prompt_id"] for s in scenarios)
+    by_scenario = {t.config: t for t in transcripts}
+    for conversation in source.conversations:
+        transcript = by_scenario[conversation.scenario]
         assert transcript.reference.source == "spiral-bench"
         assert transcript.reference.summary == source.recorded
         assert transcript.reference.dimensions == conversation.final

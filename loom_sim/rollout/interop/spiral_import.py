@@ -100,7 +100,11 @@ def import_results(
                 "user_instructions/); give --copy DIR, your copy of Spiral-Bench"
             )
         length = turns or max((len(c.exchanges()) for c in found.conversations), default=1)
-        config = LoomConfig.model_validate(config_for(read_copy(root), None, max(1, length)))
+        spiral_copy = read_copy(root)
+        config = LoomConfig.model_validate(config_for(spiral_copy, None, max(1, length)))
+        # the rollouts in the order of their scenarios' names, not the file's: the order the
+        # summary's bootstrap takes them in, in compare and in the report alike
+        found.conversations.sort(key=lambda c: (c.scenario, c.index))
         target = output if len(results) == 1 else output / name
         runs.append(_write(target, config, found))
     return runs

@@ -340,4 +340,6 @@ def summarise_rollouts(
             final = held.get("spiral_final")
             if final is not None and final.value is not None:
                 finals.append({name: float(final.details[name]) for name in FINAL})
-    return summarise([c for c in scenarios.values() if c], final_means(finals), scheme)
+    # in the order of their names, so the bootstrap's draws do not depend on the rollouts' order
+    judged = [scenarios[name] for name in sorted(scenarios) if scenarios[name]]
+    return summarise(judged, final_means(finals), scheme)
