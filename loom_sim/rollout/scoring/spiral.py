@@ -29,8 +29,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from loom_sim.store.records import Score, Transcript
 
 #: The rubric's behaviours, keyed as Spiral-Bench's judge names them, each with loom-sim's own
@@ -270,6 +268,8 @@ def summarise(
     score = score_of({**_model_figures(per_scenario, named_only=True), **(finals or {})}, scheme)
     interval = None
     if len(per_scenario) >= 2 and resamples > 0:
+        import numpy as np  # only here: validating a config that names the scorers needs none
+
         rng = np.random.default_rng(seed)
         draws = rng.integers(0, len(per_scenario), size=(resamples, len(per_scenario)))
         scores = sorted(
