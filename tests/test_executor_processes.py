@@ -26,7 +26,7 @@ import pytest
 from loom_sim.cli import cli
 from loom_sim.executors import EXECUTORS, ExecutorSettings, open_executor
 from loom_sim.executors.processes import ProcessesExecutor, share
-from loom_sim.executors.worker_count import WORKER_BASE_BYTES, by_memory
+from loom_sim.executors.worker_count import IN_PROCESS_WORKER_BYTES, by_memory
 from loom_sim.models.base import ModelResponse, Usage
 from loom_sim.models.cache import ResponseCache
 from loom_sim.testing.fake_server import FakeOpenAIServer
@@ -211,12 +211,11 @@ def test_shares_add_up_to_the_whole():
     assert sum(share(64, 5, k) for k in range(5)) == 64
 
 
-def test_an_embedded_run_gets_as_many_workers_as_memory_holds():
-    model = 150 * 1024**2
-    per_worker = WORKER_BASE_BYTES + 2 * model
-    assert by_memory(model, None) == 1  # the system does not say: one
-    assert by_memory(model, per_worker) == 1
-    assert by_memory(model, int(3 * per_worker / 0.8)) == 3
+def test_as_many_workers_as_memory_holds():
+    per_worker = IN_PROCESS_WORKER_BYTES + 2 * 150 * 1024**2
+    assert by_memory(per_worker, None) is None  # the system does not say
+    assert by_memory(per_worker, per_worker) == 1
+    assert by_memory(per_worker, int(3 * per_worker / 0.8)) == 3
 
 
 def test_the_executor_is_registered_and_workers_choose_it():
@@ -323,6 +322,12 @@ def test_auto_gives_a_worker_per_core_within_the_cells_concurrency_and_http_limi
     assert worker_count.choose_workers(5, scripted, 64, {}) == 5  # as asked
     remote = _cells(100, "openai/a", "scripted/judge")
     assert worker_count.choose_workers(None, remote, 64, {"openai": 4, "anthropic": 2}) == 4
-    monkeypatch.setattr(worker_count, "available_memory", lambda: None)
     embedded = _cells(100, "local/smollm2", "scripted/judge")
+    monkeypatch.setattr(worker_count, "available_memory", lambda: None)
     assert worker_count.choose_workers(None, embedded, 64, {}) == 1  # memory unknown: one
+    assert worker_count.choose_workers(None, scripted, 64, {}) == 8
+    monkeypatch.setattr(worker_count, "available_memory", lambda: 2 * 1024**3)
+    assert worker_count.choose_workers(None, scripted, 64, {}) == 3  # 1.6 GiB, 512 MiB each
+    assert worker_count.choose_workers(None, embedded, 64, {}) == 1  # 1.6 GiB, 1.2 GiB each
+    monkeypatch.setattr(worker_count, "available_memory", lambda: 64 * 1024**3)
+    assert worker_count.choose_workers(None, embedded, 64, {}) == 8  # a core each

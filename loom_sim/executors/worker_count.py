@@ -2,20 +2,24 @@
 
 A run whose models are all remote (an HTTP API) or scripted spends its CPU on loom-sim's own
 work — prompts, monitors, records — one core per process: it gets a worker per core this
-process may use (its affinity mask, :func:`loom_sim.cpu.cores`).
+process may use (its affinity mask, :func:`loom_sim.cpu.cores`), as many as memory holds.
+Each such worker is counted as :data:`WORKER_BASE_BYTES` (Python, loom-sim, the embedding
+model and its rollouts' state: measured, a worker running 4 scripted rollouts with the
+embedding model peaks at 240 MB).
 
 A run with an in-process model (the embedded llama.cpp model, a GGUF file) is different: one
 process already keeps every core busy through llama.cpp's threads, and each worker loads its
 own copy of the model. So it gets more than one worker only where memory holds them all:
-each worker is counted as :data:`WORKER_BASE_BYTES` (Python, loom-sim, the embedding model,
-contexts; the embedded quickstart peaks under 1 GB in one process) plus twice its model files
-(the weights, and as much again for contexts and kept prompt states), and the workers may
-take :data:`MEMORY_SHARE` of the memory available now (``MemAvailable``). Where the system
-does not say what is available, it gets one.
+each worker is counted as :data:`IN_PROCESS_WORKER_BYTES` (the embedded quickstart peaks
+under 1 GB in one process) plus twice its model files (the weights, and as much again for
+contexts and kept prompt states). Where the system does not say what memory is available, it
+gets one. (Measured on 2 cores: 2 rollouts of the embedded model, 49 s in one process, 25 s
+on two workers; a process generates one reply at a time, so workers add replies in parallel.)
 
-Whatever the count, the workers share the cores: each loads its models (llama.cpp, and ONNX
-Runtime for the embedding model) with ``cores / workers`` threads (``LOOM_SIM_THREADS``,
-unless that is set), so N workers do not start N times the threads the machine has.
+The workers may take :data:`MEMORY_SHARE` of the memory available now (``MemAvailable``).
+Whatever the count, they share the cores: each loads its models (llama.cpp, and ONNX Runtime
+for the embedding model) with ``cores / workers`` threads (``LOOM_SIM_THREADS``, unless that
+is set), so N workers do not start N times the threads the machine has.
 
 Never more workers than cells to run, than ``--concurrency`` (each worker runs at least one
 rollout at a time), or than the smallest limit of an HTTP provider the run calls (each worker
@@ -34,6 +38,7 @@ from loom_sim.models.providers import PROVIDERS
 from loom_sim.rollout.runtime.cells import Cell
 
 __all__ = [
+    "IN_PROCESS_WORKER_BYTES",
     "MEMORY_SHARE",
     "WORKER_BASE_BYTES",
     "available_memory",
@@ -43,7 +48,8 @@ __all__ = [
     "threads_per_worker",
 ]
 
-WORKER_BASE_BYTES = 1024**3
+WORKER_BASE_BYTES = 512 * 1024**2
+IN_PROCESS_WORKER_BYTES = 1024**3
 MEMORY_SHARE = 0.8
 MEMINFO = Path("/proc/meminfo")
 
@@ -76,11 +82,12 @@ def available_memory() -> int | None:
     return None
 
 
-def by_memory(model_bytes: int, available: int | None) -> int:
-    """Workers that fit in ``available`` bytes, each loading ``model_bytes`` of model files."""
+def by_memory(per_worker: int, available: int | None) -> int | None:
+    """Workers of ``per_worker`` bytes that fit in the share of ``available`` bytes (at least
+    one); None where the system does not say."""
     if available is None:
-        return 1
-    return max(1, int(available * MEMORY_SHARE) // (WORKER_BASE_BYTES + 2 * model_bytes))
+        return None
+    return max(1, int(available * MEMORY_SHARE) // per_worker)
 
 
 def _model_bytes(specs: list[str]) -> int:
@@ -100,11 +107,12 @@ def choose_workers(
     bounded by the cells, ``concurrency`` and the HTTP providers' ``limits``."""
     if asked is None:
         local = in_process_models(cells)
-        asked = (
-            cpu.cores()
-            if not local
-            else min(cpu.cores(), by_memory(_model_bytes(local), available_memory()))
-        )
+        if local:
+            fit = by_memory(IN_PROCESS_WORKER_BYTES + 2 * _model_bytes(local), available_memory())
+            asked = min(cpu.cores(), fit or 1)
+        else:
+            fit = by_memory(WORKER_BASE_BYTES, available_memory())
+            asked = min(cpu.cores(), fit or cpu.cores())
     http = [
         limits[p]
         for p in _providers(cells)
