@@ -172,17 +172,22 @@ def test_a_killed_worker_stops_the_run_and_resume_completes_it(tmp_path):
 
 
 @pytest.mark.slow  # starts the real command three times, on a pseudo-terminal
-def test_ctrl_c_stops_every_worker_and_resume_completes_the_run(tmp_path):
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_every_worker_and_resume_completes_the_run(tmp_path, stop):
     """Ctrl-C at a terminal (SIGINT to the whole process group: the workers ignore it, the
-    parent tells them to stop): every worker winds down, the run says what was saved and the
-    exact command that continues, exits 130; that command completes it."""
+    parent tells them to stop), or SIGTERM to the parent alone: every worker winds down, the
+    run says what was saved and the exact command that continues, exits 130; that command
+    completes it."""
     stopped, straight = tmp_path / "stopped" / "run", tmp_path / "straight" / "run"
     with GatedServer(answered=3) as gate:
         with Terminal(*gated_run(stopped, gate.base_url, "--workers", "2")) as terminal:
             terminal.wait_for(gate.held.is_set, timeout=120, what="a model call held at the gate")
             workers = workers_of(terminal.proc.pid)
             assert len(workers) == 2, workers
-            terminal.ctrl_c()
+            if stop == "ctrl-c":
+                terminal.ctrl_c()
+            else:
+                os.kill(terminal.proc.pid, signal.SIGTERM)
             assert terminal.finish(timeout=60) == 130
             screen = "".join(line.rstrip("\n") for line in terminal.screen.display)
             output = terminal.output
