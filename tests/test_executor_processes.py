@@ -24,6 +24,7 @@ from types import SimpleNamespace
 import pytest
 
 from loom_sim.cli import cli
+from loom_sim.errors import LoomError
 from loom_sim.executors import EXECUTORS, ExecutorSettings, open_executor
 from loom_sim.executors.processes import ProcessesExecutor, share
 from loom_sim.executors.worker_count import IN_PROCESS_WORKER_BYTES, by_memory
@@ -233,6 +234,10 @@ def test_the_executor_is_registered_and_workers_choose_it():
     chosen = chosen_executor("local", None, None, 3)
     assert (chosen.name, chosen.workers) == ("processes", 3)
     assert chosen_executor("local", None, None, 0).workers is None  # auto
+    with pytest.raises(LoomError, match="--workers is for this machine"):
+        chosen_executor("ray", None, None, 2)
+    with pytest.raises(LoomError, match="--address is for a cluster"):
+        chosen_executor("processes", "ray://head:10001", None, 2)
 
 
 @pytest.mark.parametrize("given", ["0", "many", "-2"])
