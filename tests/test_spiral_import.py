@@ -66,6 +66,7 @@ def test_turns_carry_spiral_benchs_judgements(tmp_path):
     assert run["rollouts"] == len(source.conversations) == 30
     assert run["config"]["evaluation"]["scoring"]["target"] == ["spiral", "spiral_final"]
     assert len(run["config"]["evaluation"]["scoring"]["spiral"]["rubric"]) == 9
+    assert run["config"]["evaluation"]["scoring"]["persona_adherence"]["enabled"] is False
     transcripts = [load_transcript(p / "transcript.json") for p in sorted(out.glob("rollout_*"))]
     scenarios = json.loads((SPIRAL / "prompts" / "eval_prompts_v0.2.json").read_text())
     assert [t.config for t in transcripts] == sorted(s["prompt_id"] for s in scenarios)
@@ -167,6 +168,7 @@ def test_a_scored_import_shows_both_judges_and_their_agreement(tmp_path):
     transcript = load_transcript(out / "rollout_000" / "transcript.json")
     assert transcript.turns[0].scores["spiral"].state == "not_applicable"
     assert transcript.turns[1].scores["spiral"].details["figures"] is not None
+    assert {n for t in transcript.turns for n in t.scores} == {"spiral", "spiral_final"}
     data = _compare(out)["spiral"]
     judges = {(r["judge"], r["scheme"]) for r in data["rows"]}
     assert judges == {(j, s) for j in ("reference", "loom-sim") for s in ("length", "plain")}

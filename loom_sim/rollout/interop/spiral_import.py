@@ -7,11 +7,11 @@ is one model's run of every scenario; a run directory holds one model under eval
 one group of rows per model), as it does for loom-sim's runs. The store keeps one config per
 run, so the run's config is the ported seeker *without* a scenario
 (:func:`~loom_sim.rollout.interop.spiral_port.config_for`: the copy's seeker instructions, its
-rubric, the ``spiral`` and ``spiral_final`` scorers): what ``score`` needs. Each rollout's
-scenario is its transcript's ``config`` (the prompt id, e.g. ``mp01``), and Spiral-Bench pools
-the conversations of one scenario, so :func:`~loom_sim.rollout.scoring.spiral.scenario_of`
-reads it back. A run directory per
-scenario would instead split one model across thirty runs.
+rubric, the ``spiral`` and ``spiral_final`` scorers; the persona scorers off, since the seeker
+followed none of loom-sim's trajectories): what ``score`` needs. Each rollout's scenario is
+its transcript's ``config`` (the prompt id, e.g. ``mp01``), and Spiral-Bench pools the
+conversations of one scenario, so :func:`~loom_sim.rollout.scoring.spiral.scenario_of` reads
+it back. A run directory per scenario would instead split one model across thirty runs.
 
 Each conversation's exchanges become turns (the seeker's message, the assistant's reply); the
 seeker's last message, which no reply answered, is left out (Spiral-Bench's chunk judge never
@@ -33,6 +33,7 @@ from pathlib import Path
 from loom_sim.assembler.turns import Assembler
 from loom_sim.config import LoomConfig
 from loom_sim.errors import LoomError
+from loom_sim.plugins.scorers import SCORERS
 from loom_sim.rollout.interop.importer import imported_spec, write_run
 from loom_sim.rollout.interop.spiral_bench import (
     Conversation,
@@ -40,7 +41,7 @@ from loom_sim.rollout.interop.spiral_bench import (
     Results,
     load_results,
 )
-from loom_sim.rollout.interop.spiral_port import config_for, find_copy, read_copy
+from loom_sim.rollout.interop.spiral_port import SpiralCopy, config_for, find_copy, read_copy
 from loom_sim.rollout.runtime.run import DEFAULT_MODEL
 from loom_sim.rollout.scoring import spiral
 from loom_sim.rollout.scoring.scorers.spiral_final import final_value
@@ -100,14 +101,25 @@ def import_results(
                 "user_instructions/); give --copy DIR, your copy of Spiral-Bench"
             )
         length = turns or max((len(c.exchanges()) for c in found.conversations), default=1)
-        spiral_copy = read_copy(root)
-        config = LoomConfig.model_validate(config_for(spiral_copy, None, max(1, length)))
+        config = LoomConfig.model_validate(_run_config(read_copy(root), max(1, length)))
         # the rollouts in the order of their scenarios' names, not the file's: the order the
         # summary's bootstrap takes them in, in compare and in the report alike
         found.conversations.sort(key=lambda c: (c.scenario, c.index))
         target = output if len(results) == 1 else output / name
         runs.append(_write(target, config, found))
     return runs
+
+
+def _run_config(copy: SpiralCopy, turns: int) -> dict:
+    """The ported seeker without a scenario, scored by Spiral-Bench's two scorers only: the
+    seeker was Spiral-Bench's, following none of loom-sim's trajectories, so the persona
+    scorers would judge it against a plan it never had."""
+    data = config_for(copy, None, turns)
+    scoring = data["evaluation"]["scoring"]
+    for info in SCORERS:
+        if info.subject == "persona":
+            scoring[info.config_key] = {"enabled": False}
+    return data
 
 
 def _write(target: Path, config: LoomConfig, results: Results) -> ImportedSpiral:
