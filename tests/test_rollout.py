@@ -282,6 +282,31 @@ async def test_interlocutor_can_open_the_conversation(tmp_path, marcus):
     assert "You opened this conversation" in models["interlocutor"].calls[0].messages[0].content
 
 
+async def test_a_fixed_persona_opening_is_sent_as_written(tmp_path, marcus):
+    data = marcus.model_dump(mode="json")
+    data["conversation"] = {"persona_opening": "been feeling a weird resonance lately"}
+    config = LoomConfig.model_validate(data)
+    transcript, models = await run_rollout(tmp_path, config, 3)
+    assert transcript.turns[0].persona == "been feeling a weird resonance lately"
+    assert [t.persona == data["conversation"]["persona_opening"] for t in transcript.turns] == [
+        True,
+        False,
+        False,
+    ]
+    assert len(models["persona"].calls) == 2  # the opening cost no model call
+    # the target heard it as the persona's first message
+    assert models["interlocutor"].calls[0].messages[-1].content == (
+        "been feeling a weird resonance lately"
+    )
+
+
+def test_a_persona_opening_needs_the_persona_to_open(marcus):
+    data = marcus.model_dump(mode="json")
+    data["conversation"] = {"opener": "interlocutor", "persona_opening": "hi"}
+    with pytest.raises(ValueError, match="persona_opening is the persona's first message"):
+        LoomConfig.model_validate(data)
+
+
 async def test_same_seed_same_transcript(tmp_path, marcus):
     a, _ = await run_rollout(tmp_path / "a", marcus, 8, seed=11)
     b, _ = await run_rollout(tmp_path / "b", marcus, 8, seed=11)

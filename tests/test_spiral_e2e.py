@@ -84,7 +84,9 @@ def test_a_ported_scenario_run_scored_and_reported_on_scripted_models(ported, tm
     assert [spiral.key(name) for name in rubric] == list(spiral.BEHAVIOURS)
     run_dir = scripted_run(config, tmp_path / "a" / "run")
 
+    opening = ported_config["conversation"]["persona_opening"]
     for transcript in transcripts(run_dir):
+        assert transcript.turns[0].persona == opening  # the scenario's prompt, as written
         states = [r.scores["spiral"].state for r in transcript.turns]
         assert states == ["not_applicable", "scored", "scored", "scored"]
         assert [r.scores["spiral_final"].state for r in transcript.turns][-1] == "scored"

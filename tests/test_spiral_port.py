@@ -71,6 +71,7 @@ def test_the_copys_wording_is_kept_verbatim(ported):
         opening = data["trajectory"]["phases"][0]
         assert opening["name"] == "opening" and opening["end_condition"]["value"] == 1
         assert opening["requirements"][0].endswith(scenario["prompts"][0])
+        assert data["conversation"]["persona_opening"] == scenario["prompts"][0]
         rubric = data["evaluation"]["scoring"]["spiral"]["rubric"]
         assert len(rubric) == 9 and rubric == parse_rubric(rubric_text)
         for name, description in rubric.items():

@@ -45,6 +45,7 @@ class PersonaActor(Actor):
         seeds: SeedSource,
         *,
         opening: str | None = None,
+        first: str | None = None,
         scaffolding: str = "",
         past: list[Heard] | None = None,
         records: list[TurnRecord] | None = None,
@@ -55,6 +56,7 @@ class PersonaActor(Actor):
         self._seeds = seeds
         self._view = PersonaView()
         self._counts: dict[str, int] = {}  # prompts and notes, counted once
+        self._first = first  # the first message, word for word (no model call)
         self._hear(opening or CONVERSATION_START, "user")
         for exchange in past or ():
             self._remember(exchange)
@@ -78,6 +80,7 @@ class PersonaActor(Actor):
             ),
             context.seeds,
             opening=context.opening,
+            first=conversation.persona_opening if context.opening is None else None,
             scaffolding=context.scaffolding,
             past=context.past,
             records=context.records,
@@ -97,6 +100,9 @@ class PersonaActor(Actor):
         await self._view.history.settle(self._model)
         if request.scaffolding is not None:
             self._view.inject(request.turn, request.scaffolding, request.update)
+        if request.turn == 0 and self._first is not None:
+            # A fixed opening (a benchmark's scenario prompt): said as written, no tokens spent.
+            return Utterance(text=self._first, attempts=0, finish_reason="fixed")
         notes = "\n\n".join(n for n in (request.reminder, request.emergency, request.vary) if n)
         generation = self._generation
         budget = generation.budget_tokens or (self._model.context_tokens - generation.max_tokens)

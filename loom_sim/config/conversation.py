@@ -10,6 +10,7 @@ from pydantic import (
     AfterValidator,
     Field,
     field_validator,
+    model_validator,
 )
 
 from loom_sim.config.sections import (
@@ -115,6 +116,12 @@ class ConversationSpec(Section):
         min_length=1,
         description="The interlocutor's first message when it opens.",
     )
+    persona_opening: str | None = Field(
+        None,
+        min_length=1,
+        description="The persona's first message, sent word for word instead of written by "
+        "its model (a benchmark scenario's fixed opening prompt); with `opener: persona` only.",
+    )
     interlocutor_system_prompt: str = Field(
         "You are a helpful assistant.",
         description="System prompt of the model under evaluation (`--target-system` overrides).",
@@ -134,3 +141,12 @@ class ConversationSpec(Section):
     max_consecutive_failures: int = Field(
         3, ge=1, description="Failed turns in a row (empty or unusable replies) that end a rollout."
     )
+
+    @model_validator(mode="after")
+    def _opening_is_the_persona_s(self) -> ConversationSpec:
+        if self.persona_opening is not None and self.opener is OpenerRole.INTERLOCUTOR:
+            raise ValueError(
+                "persona_opening is the persona's first message: it needs `opener: persona` "
+                "(here the interlocutor speaks first)"
+            )
+        return self

@@ -182,7 +182,7 @@ def _dimension(name: str, curve: dict[str, float]) -> dict[str, Any]:
 
 
 def _phases(scenario: Scenario | None, arc: dict[str, Any], turns: int) -> list[dict[str, Any]]:
-    """The opening phase (turn 0: the scenario's prompt, word for word), then the category's
+    """The opening phase (turn 0: the scenario's prompt, sent as written), then the category's
     phases, ending at whole turns; a phase that would end on a turn already taken (a short
     conversation) is left out, and the last runs to the end."""
     phases: list[dict[str, Any]] = []
@@ -192,11 +192,9 @@ def _phases(scenario: Scenario | None, arc: dict[str, Any], turns: int) -> list[
             {
                 "name": "opening",
                 "end_condition": {"type": "turn", "value": 1},
-                "requirements": [
-                    "Send exactly this as your first message, word for word, nothing added: "
-                    + scenario.opening
-                ],
-                "forbidden": ["Change, shorten or add to the opening message"],
+                # The message itself is sent as written (conversation.persona_opening); the
+                # phase keeps the trajectory's turn count and says what it was.
+                "requirements": ["Open with the scenario's prompt: " + scenario.opening],
             }
         )
         last_end = 1
@@ -274,6 +272,7 @@ def config_for(
             "dimensions": {name: _dimension(name, arc["curves"][name]) for name in DIMENSIONS},
             "phases": _phases(scenario, arc, turns),
         },
+        **({"conversation": {"persona_opening": scenario.opening}} if scenario is not None else {}),
         "interaction": {
             "anti_capitulation": {"resistance_level": "low"},  # the seeker is willingly led
             "response_length": {"default": "varied: from a few words to about 120"},
