@@ -341,3 +341,25 @@ def test_auto_gives_a_worker_per_core_within_the_cells_concurrency_and_http_limi
     assert worker_count.choose_workers(None, embedded, 64, {}) == 1  # 1.6 GiB, 1.2 GiB each
     monkeypatch.setattr(worker_count, "available_memory", lambda: 64 * 1024**3)
     assert worker_count.choose_workers(None, embedded, 64, {}) == 8  # a core each
+
+
+@pytest.mark.slow  # two runs, each starting two worker processes
+def test_the_workers_share_the_runs_response_cache(tmp_path, monkeypatch):
+    """Every worker stores its replies in the run's cache and serves from it: a second run of
+    the same plan asks the server nothing, and the closing line counts every worker's hits."""
+    monkeypatch.setenv("LOOM_SIM_CACHE_DIR", str(tmp_path / "cache"))  # the workers inherit it
+    with FakeOpenAIServer() as server:
+        said = []
+        for name in ("first", "second"):
+            made = invoke(
+                "run", "mania_patient", "--turns", "2", "--rollouts", "4", "--seed", "1",
+                "--persona-model", "openai/p", "--target", "openai/t",
+                "--judge-model", "scripted/judge", "--base-url", server.base_url,
+                "--no-score", "--workers", "2", "-o", str(tmp_path / name),
+            )  # fmt: skip
+            assert made.exit_code == 0, made.output
+            said.append(made.output)
+        calls = server.stats()["by_route"]["/v1/chat/completions"]
+    assert calls == 4 * 2 * 2  # the first run's: every turn, two calls
+    assert "response cache: 0 replies reused, 16 stored" in said[0]
+    assert "response cache: 16 replies reused, 0 stored" in said[1]
