@@ -234,7 +234,7 @@ def test_the_executor_is_registered_and_workers_choose_it():
     chosen = chosen_executor("local", None, None, 3)
     assert (chosen.name, chosen.workers) == ("processes", 3)
     assert chosen_executor("local", None, None, 0).workers is None  # auto
-    with pytest.raises(LoomError, match="--workers is for this machine"):
+    with pytest.raises(LoomError, match="is for this machine.s processes"):
         chosen_executor("ray", None, None, 2)
     with pytest.raises(LoomError, match="--address is for a cluster"):
         chosen_executor("processes", "ray://head:10001", None, 2)

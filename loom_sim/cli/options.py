@@ -194,6 +194,11 @@ def executor_options() -> Callable[[F], F]:
     return decorate
 
 
+AUTO_WORKERS = 0  # --workers auto: the executor chooses
+#: ``--workers``'s default when it is not given (unset: 1, this process).
+WORKERS_ENV = "LOOM_SIM_WORKERS"
+
+
 class WorkersType(click.ParamType):
     """``--workers``: a number of processes, or ``auto`` (:data:`AUTO_WORKERS`: the executor
     chooses from the machine and the run's models)."""
@@ -209,23 +214,23 @@ class WorkersType(click.ParamType):
             try:
                 count = int(str(value).strip())
             except ValueError:
-                self.fail(f"{value!r}: give a number of worker processes, or auto", param, ctx)
+                count = 0
         if count < 1:
-            self.fail(f"{value!r}: give 1 or more worker processes, or auto", param, ctx)
+            source = ctx.get_parameter_source(param.name) if ctx and param else None
+            where = f" (from {WORKERS_ENV})" if source is ParameterSource.ENVIRONMENT else ""
+            self.fail(f"{value!r}{where}: give 1 or more worker processes, or auto", param, ctx)
         return count
-
-
-AUTO_WORKERS = 0  # --workers auto: the executor chooses
 
 
 def workers_option() -> Callable[[F], F]:
     return click.option(
         "--workers",
         type=WorkersType(),
+        envvar=WORKERS_ENV,
         metavar="N|auto",
         help="Worker processes on this machine the rollouts are split over, each with its own "
-        "event loop and models (default 1: this process; auto: one per core, fewer with an "
-        "in-process model where memory is short).",
+        f"event loop and models (default ${WORKERS_ENV}, else 1: this process; auto: one per "
+        "core, fewer with an in-process model where memory is short).",
     )
 
 
@@ -241,10 +246,10 @@ def chosen_executor(
     if name in ("local", "processes") and (address or cpus_per_cell):
         flag = "--address" if address else "--cpus-per-cell"
         raise LoomError(f"{flag} is for a cluster: add --executor ray")
-    if name == "ray" and workers is not None:
+    if name == "ray" and workers not in (None, AUTO_WORKERS):
         raise LoomError(
-            "--workers is for this machine's processes; on Ray, --cpus-per-cell decides how "
-            "many rollouts share a core"
+            f"--workers (or {WORKERS_ENV}) is for this machine's processes; on Ray, "
+            "--cpus-per-cell decides how many rollouts share a core"
         )
     if name == "local" and workers is not None and workers != 1:
         name = "processes"
