@@ -34,7 +34,7 @@ from loom_sim.testing.fake_server import FakeOpenAIServer
 from tests.distributed import MATRIX, contents, invoke
 from tests.gated_server import GatedServer
 from tests.terminal import LOOM_SIM, Terminal
-from tests.workbench_runs import quick_config
+from tests.workbench_runs import extra_scorers, quick_config
 
 SCRIPTED = ["--persona-model", "scripted/varied", "--target", "scripted/varied"]
 SCRIPTED += ["--judge-model", "scripted/judge"]
@@ -71,7 +71,7 @@ def test_a_two_worker_run_writes_the_files_a_one_worker_run_writes(tmp_path):
     are the same whether one process ran the four rollouts or two workers ran two each."""
     one, two = tmp_path / "one" / "run", tmp_path / "two" / "run"  # the report names its folder
     args = ["run", "mania_patient", "--turns", "3", "--rollouts", "4", *SCRIPTED, "--seed", "5"]
-    made = invoke(*args, "-o", str(one), "--no-cache")
+    made = invoke(*args, "-o", str(one), "--no-cache", "--workers", "1")
     assert made.exit_code == 0, made.output
     made = invoke(*args, "-o", str(two), "--no-cache", "--workers", "2")
     assert made.exit_code == 0, made.output
@@ -85,7 +85,7 @@ def test_a_two_worker_run_writes_the_files_a_one_worker_run_writes(tmp_path):
 @pytest.mark.slow  # two matrix runs, one of them starting two worker processes
 def test_a_matrix_over_two_workers_equals_the_one_process_matrix(tmp_path):
     one, two = tmp_path / "one" / "run", tmp_path / "two" / "run"
-    made = invoke("run", *MATRIX, "--seed", "5", "--no-score", "-o", str(one))
+    made = invoke("run", *MATRIX, "--seed", "5", "--no-score", "-o", str(one), "--workers", "1")
     assert made.exit_code == 0, made.output
     made = invoke("run", *MATRIX, "--seed", "5", "--no-score", "-o", str(two), "--workers", "2")
     assert made.exit_code == 0, made.output
@@ -234,7 +234,7 @@ def test_the_executor_is_registered_and_workers_choose_it():
     chosen = chosen_executor("local", None, None, 3)
     assert (chosen.name, chosen.workers) == ("processes", 3)
     assert chosen_executor("local", None, None, 0).workers is None  # auto
-    with pytest.raises(LoomError, match="is for this machine.s processes"):
+    with pytest.raises(LoomError, match="is for this machine"):
         chosen_executor("ray", None, None, 2)
     with pytest.raises(LoomError, match="--address is for a cluster"):
         chosen_executor("processes", "ray://head:10001", None, 2)
@@ -363,3 +363,17 @@ def test_the_workers_share_the_runs_response_cache(tmp_path, monkeypatch):
     assert calls == 4 * 2 * 2  # the first run's: every turn, two calls
     assert "response cache: 0 replies reused, 16 stored" in said[0]
     assert "response cache: 16 replies reused, 0 stored" in said[1]
+
+
+def test_plugins_registered_from_code_keep_the_rollouts_in_this_process(tmp_path):
+    """A scorer added for a ``with`` block exists in this process only (a worker could not
+    even validate a config that names it): auto runs the rollouts here, and an explicit
+    --workers says so."""
+    args = ["run", "mania_patient", "--turns", "1", "--rollouts", "2", *SCRIPTED, "--seed", "2"]
+    with extra_scorers():
+        made = invoke(*args, "--no-score", "--workers", "auto", "-o", str(tmp_path / "auto"))
+        assert made.exit_code == 0, made.output
+        with pytest.warns(UserWarning, match="scorer/reply_length registered from code"):
+            made = invoke(*args, "--no-score", "--workers", "2", "-o", str(tmp_path / "two"))
+        assert made.exit_code == 0, made.output
+    assert executions(tmp_path / "auto") == executions(tmp_path / "two") == []

@@ -29,6 +29,7 @@ import contextlib
 import multiprocessing
 import signal
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
@@ -57,6 +58,7 @@ from loom_sim.executors.process_worker import CellRef, WorkerJob, work
 from loom_sim.executors.worker_count import choose_workers, threads_per_worker
 from loom_sim.models.providers import PROVIDERS
 from loom_sim.models.retry import Faults
+from loom_sim.plugins import Registry
 from loom_sim.rollout.runtime.cells import Cell
 from loom_sim.rollout.runtime.progress import ProgressSink
 from loom_sim.rollout.scoring.engine import ScoreSummary
@@ -96,6 +98,17 @@ class ProcessesExecutor:
         pending = [c for c in batch.cells if not _finished(c)]
         limits = batch.hub.provider_concurrency
         count = choose_workers(self.workers, pending, batch.concurrency, limits)
+        if count > 1 and Registry.temporary:
+            # Plug-ins registered from code for a ``with`` block exist in this process only:
+            # a worker would not find them (a config naming such a scorer would not even
+            # validate there). Entry points and decorators in importable modules are fine.
+            if self.workers is not None:  # asked for: say why it is not done
+                warnings.warn(
+                    f"{', '.join(sorted(Registry.temporary))} registered from code: worker "
+                    "processes would not see it, so the rollouts run in this process",
+                    stacklevel=2,
+                )
+            count = 1
         self.chosen = count
         if count <= 1:
             return LocalExecutor().run_cells(batch, progress)

@@ -55,6 +55,11 @@ class UnknownPlugin(LoomError):
 class Registry(Generic[E]):
     """The plug-ins of one kind, by name; filled from an entry-point group on first read."""
 
+    #: ``kind/name`` of every entry registered for a ``with`` block (:meth:`added`), in any
+    #: registry: they live in this process only, so work sent to another process (a worker
+    #: of the ``processes`` executor) would not find them.
+    temporary: set[str] = set()  # noqa: RUF012 - one set shared by every registry, on purpose
+
     def __init__(self, kind: str, group: str):
         self.kind = kind  # "provider", "scorer"... for messages
         self.group = group  # the entry-point group third parties declare
@@ -84,9 +89,12 @@ class Registry(Generic[E]):
         """Register ``entry`` for the duration of a ``with`` block (tests, notebooks)."""
         self._load()
         self.add(entry)
+        label = f"{self.kind}/{entry.name}"
+        Registry.temporary.add(label)
         try:
             yield entry
         finally:
+            Registry.temporary.discard(label)
             self.remove(entry.name)
 
     # ── reading ──
