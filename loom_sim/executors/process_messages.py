@@ -9,7 +9,7 @@ same four facts (a rollout started, a turn done, a rollout ended, money spent) a
 Worker -> parent: :class:`Started`, :class:`TurnDone`, :class:`Ended` (the rollouts'
 progress, in the order they happened), :class:`Charged` (a call's cost, sent only under a cost
 budget), and last :class:`Finished` or :class:`Failed`. Parent -> worker: :class:`Spent` (the
-run's spending, for the worker's budget) and :class:`Stop` (wind down as Ctrl-C would).
+run's spending, for the worker's budget) and :class:`WindDown` (stop as Ctrl-C would).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ __all__ = [
     "Finished",
     "Spent",
     "Started",
-    "Stop",
     "TurnDone",
+    "WindDown",
     "decode_from_parent",
     "decode_from_worker",
     "send",
@@ -85,12 +85,12 @@ class Spent(msgspec.Struct, tag=True, frozen=True):
     yours: float
 
 
-class Stop(msgspec.Struct, tag=True, frozen=True):
-    pass
+class WindDown(msgspec.Struct, tag=True, frozen=True):
+    """Stop as Ctrl-C stops a run: every rollout unwinds, every completed turn is kept."""
 
 
 FromWorker = Started | TurnDone | Ended | Charged | Finished | Failed
-FromParent = Spent | Stop
+FromParent = Spent | WindDown
 
 _ENCODER = msgspec.msgpack.Encoder()
 decode_from_worker = msgspec.msgpack.Decoder(FromWorker).decode

@@ -11,7 +11,7 @@ files and trace as in one process.
 
 The parent decides when to stop: the worker ignores SIGINT and SIGTERM (a terminal's Ctrl-C
 reaches the whole process group, a service manager's SIGTERM every process of the job) and
-winds down when the parent says :class:`Stop`, as the local executor does on Ctrl-C: every
+winds down when the parent says :class:`WindDown`, as the local executor does on Ctrl-C: every
 rollout unwinds through its ``finally`` blocks, every completed turn is on disk. If the parent
 itself goes (killed, or a second Ctrl-C), its end of the pipe closes and the worker exits at
 once, as a kill would stop it: nothing may write a run folder whose lock is no longer held.
@@ -39,8 +39,8 @@ from loom_sim.executors.process_messages import (
     Finished,
     Spent,
     Started,
-    Stop,
     TurnDone,
+    WindDown,
     decode_from_parent,
     send,
 )
@@ -173,7 +173,7 @@ async def _listen(conn: Connection, stopping: trio.CancelScope, budget: WorkerBu
             os._exit(EXIT_ORPHANED)
         if isinstance(message, Spent):
             budget.heard(message)
-        elif isinstance(message, Stop):
+        elif isinstance(message, WindDown):
             stopping.cancel()
 
 

@@ -49,8 +49,8 @@ from loom_sim.executors.process_messages import (
     Finished,
     Spent,
     Started,
-    Stop,
     TurnDone,
+    WindDown,
     decode_from_worker,
     send,
 )
@@ -281,7 +281,7 @@ class _Pass:
                 continue
             worker.told_to_stop = True
             with contextlib.suppress(OSError):  # one that has gone is heard by its listener
-                send(worker.conn, Stop())
+                send(worker.conn, WindDown())
 
     def _lose(self, worker: _Worker) -> None:
         assert worker.process is not None
