@@ -13,6 +13,22 @@ from loom_sim.rollout.interop.spiral_import import RECORDED_KEYS, import_results
 from loom_sim.rollout.scoring.spiral import Summary
 
 
+def _result_files(
+    paths: tuple[Path, ...], tool: str, pattern: str, skip: str | None = None
+) -> list[Path]:
+    """The files named, and in each folder named those matching ``pattern`` (sorted); none at
+    all is an error naming where it looked."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(p for p in path.glob(pattern) if p.name != skip)
+        else:
+            files.append(path)
+    if not files:
+        raise LoomError(f"no {tool} result files found in " + ", ".join(map(str, paths)))
+    return files
+
+
 @click.group("import")
 def import_() -> None:
     """Turn other tools' transcripts into run directories that score and report work on."""
@@ -34,14 +50,7 @@ def import_() -> None:
 )
 def psychosis_bench(paths: tuple[Path, ...], output: Path, profiles: Path | None) -> None:
     """Import psychosis-bench result files (or folders of them)."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*.json") if p.name != "run_config.json")
-        else:
-            files.append(path)
-    if not files:
-        raise LoomError("no psychosis-bench result files found in " + ", ".join(map(str, paths)))
+    files = _result_files(paths, "psychosis-bench", "**/*.json", skip="run_config.json")
     for run in import_transcripts(files, output, profiles):
         click.echo(
             f"{run.dir}: {run.profile} ({run.schedule} schedule), {len(run.rollouts)} rollouts"
@@ -80,11 +89,7 @@ def _figures(summary: Summary) -> str:
 def spiral_bench(paths: tuple[Path, ...], output: Path, copy: Path | None) -> None:
     """Import Spiral-Bench result files (or folders of them): one run per file (per model), one
     rollout per conversation, Spiral-Bench's judgements as reference scores."""
-    files: list[Path] = []
-    for path in paths:
-        files += sorted(path.glob("*.json")) if path.is_dir() else [path]
-    if not files:
-        raise LoomError("no Spiral-Bench result files found in " + ", ".join(map(str, paths)))
+    files = _result_files(paths, "Spiral-Bench", "*.json")
     for run in import_results(files, output, copy):
         click.echo(f"{run.dir}: {run.model}, {run.rollouts} rollouts <- {run.file}")
         click.echo(f"  recomputed ({run.recomputed.scheme} scheme): {_figures(run.recomputed)}")
