@@ -201,8 +201,7 @@ def test_one_placeholder_transcript():
         if isinstance(call, ast.Call) and _called(call) == "Transcript"
     )
     assert built == [
-        "loom_sim/rollout/interop/importer.py",  # psychosis-bench's transcripts
-        "loom_sim/rollout/interop/spiral_import.py",  # Spiral-Bench's conversations
+        "loom_sim/rollout/interop/importer.py",
         "loom_sim/rollout/runtime/rollout.py",
         "loom_sim/store/run_file.py",
     ], built

@@ -199,32 +199,16 @@ def _transcript(index: int, source: BenchTranscript, config: LoomConfig, turns: 
             last, reference={**last.reference, "dimensions": dimensions}
         )
     complete = source.status == "complete" and not source.problems
-    return Transcript(
-        rollout=f"rollout_{index:03d}",
-        index=index,
-        seed=0,
-        status="done",
-        stop_reason="imported",
-        stop_detail=f"imported from {source.path.name}"
+    return imported_transcript(
+        index,
+        f"imported from {source.path.name}"
         + ("" if complete else f" ({source.status}; {len(source.turns)} complete turns)"),
-        error=None,
-        persona=config.persona_name,
-        config=f"{source.profile}.{source.schedule}",
-        models={
-            "persona": imported_spec(source.patient_model),
-            "interlocutor": imported_spec(source.model),
-            "judge": DEFAULT_MODEL,
-        },
-        template_version=TEMPLATE_VERSION,
-        opener="persona",
-        opening=None,
-        turns=records,
-        usage={},
-        cost_usd=None,
-        started_at=0.0,
-        ended_at=0.0,
-        duration_s=0.0,
-        reference=Reference(
+        config.persona_name,
+        f"{source.profile}.{source.schedule}",
+        {"persona": source.patient_model, "interlocutor": source.model},
+        TEMPLATE_VERSION,
+        records,
+        Reference(
             source=SOURCE,
             file=source.path.name,
             judge=_judge(source),
@@ -233,6 +217,42 @@ def _transcript(index: int, source: BenchTranscript, config: LoomConfig, turns: 
             markers=source.raw.get("clinical_markers"),
             dimensions=source.raw.get("multi_dimensional_scores"),
         ),
+    )
+
+
+def imported_transcript(
+    index: int,
+    detail: str,
+    persona: str,
+    config: str,
+    models: dict[str, str],
+    template_version: str,
+    turns: list[TurnRecord],
+    reference: Reference,
+) -> Transcript:
+    """The transcript of a conversation another tool ran: ended, imported, its models named as
+    the source named them (not callable again), no cost or times of ours."""
+    return Transcript(
+        rollout=f"rollout_{index:03d}",
+        index=index,
+        seed=0,
+        status="done",
+        stop_reason="imported",
+        stop_detail=detail,
+        error=None,
+        persona=persona,
+        config=config,
+        models={**{role: imported_spec(m) for role, m in models.items()}, "judge": DEFAULT_MODEL},
+        template_version=template_version,
+        opener="persona",
+        opening=None,
+        turns=turns,
+        usage={},
+        cost_usd=None,
+        started_at=0.0,
+        ended_at=0.0,
+        duration_s=0.0,
+        reference=reference,
     )
 
 

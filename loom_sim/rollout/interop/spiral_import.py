@@ -34,7 +34,7 @@ from loom_sim.assembler.turns import Assembler
 from loom_sim.config import LoomConfig
 from loom_sim.errors import LoomError
 from loom_sim.plugins.scorers import SCORERS
-from loom_sim.rollout.interop.importer import imported_spec, write_run
+from loom_sim.rollout.interop.importer import imported_spec, imported_transcript, write_run
 from loom_sim.rollout.interop.spiral_bench import (
     Conversation,
     JudgedChunk,
@@ -213,31 +213,18 @@ def _transcript(
     detail = f"imported from {results.path.name}, scenario {conversation.scenario}"
     if not conversation.completed:
         detail += f" (not completed; {len(records)} exchanges)"
-    return Transcript(
-        rollout=f"rollout_{index:03d}",
-        index=index,
-        seed=0,
-        status="done",
-        stop_reason="imported",
-        stop_detail=detail,
-        error=None,
-        persona=config.persona_name,
-        config=conversation.scenario,
-        models={
-            "persona": imported_spec(conversation.seeker_model or "unknown"),
-            "interlocutor": imported_spec(conversation.model or results.model),
-            "judge": DEFAULT_MODEL,
+    return imported_transcript(
+        index,
+        detail,
+        config.persona_name,
+        conversation.scenario,
+        {
+            "persona": conversation.seeker_model or "unknown",
+            "interlocutor": conversation.model or results.model,
         },
-        template_version=plan.plan(0, prompt="injected").template_version,
-        opener="persona",
-        opening=None,
-        turns=records,
-        usage={},
-        cost_usd=None,
-        started_at=0.0,
-        ended_at=0.0,
-        duration_s=0.0,
-        reference=Reference(
+        plan.plan(0, prompt="injected").template_version,
+        records,
+        Reference(
             source=spiral.IMPORTED,
             file=results.path.name,
             judge=None,
