@@ -12,11 +12,12 @@ decides throughput. Measured on this machine against the zero-latency fake serve
 redirect plumbing we never use, and httpcore's connection pool, which rescans every
 connection (quadratically, in ``_assign_requests_to_connections``) and polls each idle socket
 on every request and every release. So for plain-``http://`` servers with no proxy in the
-environment, :class:`HTTPPool` drives httpx's own engine — ``httpcore.AsyncHTTPConnection``,
-the same HTTP/1.1 code httpx uses — from an O(1) free list of keep-alive connections
-(~0.2 ms per call, flat under concurrency). ``https://`` URLs and proxied ones (remote APIs,
-where a call takes seconds and TLS, proxies and ``SSL_CERT_FILE`` matter more than a
-fraction of a millisecond) go through ``httpx.AsyncClient`` unchanged.
+environment, :class:`HTTPPool` keeps an O(1) free list of keep-alive connections, each h11 —
+the HTTP/1.1 library httpx itself speaks through — on a trio socket
+(:mod:`loom_sim.models.http11`, which says why not httpcore's connection). ``https://`` URLs
+and proxied ones (remote APIs, where a call takes seconds and TLS, proxies and
+``SSL_CERT_FILE`` matter more than a fraction of a millisecond) go through
+``httpx.AsyncClient`` unchanged.
 
 Both paths share the rest: the body arrives encoded (``msgspec``), URL, headers and timeouts
 are built once per client, calls wait for a connection slot in trio (cheap) rather than in a
@@ -30,15 +31,14 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
-import httpcore
 import httpx
 import trio
 
 from loom_sim.models.base import CallLimiter, ModelError, ModelResponse, Usage
-from loom_sim.models.deadline_stream import DeadlineBackend
 from loom_sim.models.endpoints import Endpoint
+from loom_sim.models.http11 import HTTP11Connection, Reply
 from loom_sim.models.pricing import PriceTable
 from loom_sim.models.reply_limits import (
     MAX_REPLY_BYTES,
@@ -54,13 +54,6 @@ __all__ = ["HTTPModelClient", "HTTPPool", "check_base_url", "is_loopback"]
 _NO_LIMIT = contextlib.nullcontext()
 _DEFAULT_PRICES = PriceTable()
 _KEEPALIVE_S = 30.0
-_CORE_ERRORS = (
-    httpcore.TimeoutException,
-    httpcore.NetworkError,
-    httpcore.ProtocolError,
-    httpcore.UnsupportedProtocol,
-    httpcore.ProxyError,
-)
 
 
 class Slot:
@@ -112,12 +105,6 @@ def _proxied(url: httpx.URL) -> bool:
     return not bypass(url.host, proxies)
 
 
-class _Reply(NamedTuple):
-    status: int
-    headers: Mapping[str, str]
-    content: bytes
-
-
 @dataclass(frozen=True)
 class _Target:
     """One client's endpoint, prepared once for both paths."""
@@ -127,9 +114,9 @@ class _Target:
     timeout: httpx.Timeout
     deadline_s: float  # for the whole reply, body included
     max_bytes: int  # of the reply's body
-    core_url: httpcore.URL
-    core_headers: tuple[tuple[bytes, bytes], ...]
-    core_extensions: dict[str, Any]
+    connect_s: float
+    path: bytes  # the request target: the URL's path and query
+    core_headers: tuple[tuple[bytes, bytes], ...]  # Host and ``headers``, for the fast path
 
 
 class HTTPPool:
@@ -157,10 +144,10 @@ class HTTPPool:
         self._http: httpx.AsyncClient | None = None
         self.slots = trio.CapacityLimiter(max_connections)
         self._slot = Slot(self.slots)
-        self._origin = httpcore.Origin(url.raw_scheme, url.raw_host, url.port or 80)
-        self._idle: list[httpcore.AsyncHTTPConnection] = []
+        self._host = url.host
+        self._port = url.port or 80
+        self._idle: list[HTTP11Connection] = []
         self._closed = False
-        self._backend = DeadlineBackend()  # each call has its deadline (post): no per-read ones
 
     def __repr__(self) -> str:
         return f"HTTPPool(max_connections={self.max_connections}, fast={self.fast})"
@@ -198,19 +185,12 @@ class HTTPPool:
             timeout=httpx.Timeout(timeout_s, connect=connect, pool=None),
             deadline_s=timeout_s,
             max_bytes=max_bytes,
-            core_url=httpcore.URL(
-                scheme=parsed.raw_scheme,
-                host=parsed.raw_host,
-                port=parsed.port,
-                target=parsed.raw_path,
-            ),
+            connect_s=connect,
+            path=parsed.raw_path,
             core_headers=tuple(core_headers),
-            core_extensions={
-                "timeout": {"connect": connect, "read": timeout_s, "write": timeout_s}
-            },
         )
 
-    async def post(self, target: _Target, body: bytes) -> _Reply:
+    async def post(self, target: _Target, body: bytes) -> Reply:
         """POST ``body``; network failures raise ``httpx.TransportError`` on both paths, and
         so do a reply that misses its deadline (``ReplyDeadline``) or passes its size cap
         (``ReplyTooLarge``). The deadline starts once a connection slot is ours: waiting for
@@ -220,14 +200,10 @@ class HTTPPool:
             with trio.move_on_after(target.deadline_s):
                 if not self.fast:
                     return await self._post_httpx(target, body, received)
-                try:
-                    return await self._post_fast(target, body, received)
-                except _CORE_ERRORS as exc:
-                    kind = getattr(httpx, type(exc).__name__, httpx.TransportError)
-                    raise kind(str(exc)) from exc
+                return await self._post_fast(target, body, received)
             raise ReplyDeadline(target.deadline_s, received)
 
-    async def _post_httpx(self, target: _Target, body: bytes, received: Received) -> _Reply:
+    async def _post_httpx(self, target: _Target, body: bytes, received: Received) -> Reply:
         async with self.http.stream(
             "POST", target.url, content=body, headers=target.headers, timeout=target.timeout
         ) as reply:
@@ -235,53 +211,39 @@ class HTTPPool:
             if "content-encoding" not in reply.headers:
                 check_declared(reply.headers.get("content-length"), target.max_bytes)
             content = await read_capped(reply.aiter_bytes(), target.max_bytes, received)
-            return _Reply(reply.status_code, reply.headers, content)
+            return Reply(reply.status_code, reply.headers, content)
 
-    async def _post_fast(self, target: _Target, body: bytes, received: Received) -> _Reply:
-        request = httpcore.Request(
-            b"POST",
-            target.core_url,
-            headers=[*target.core_headers, (b"Content-Length", b"%d" % len(body))],
-            content=body,
-            extensions=target.core_extensions,
-        )
+    async def _post_fast(self, target: _Target, body: bytes, received: Received) -> Reply:
+        headers = (*target.core_headers, (b"Content-Length", b"%d" % len(body)))
         conn = await self._checkout()
         try:
-            response = await conn.handle_async_request(request)
-            received.started = True
-            try:
-                for name, value in response.headers:
-                    if name.lower() == b"content-length":
-                        check_declared(value, target.max_bytes)
-                stream = response.aiter_stream()
-                content = await read_capped(stream, target.max_bytes, received)
-            finally:
-                await response.aclose()
+            reply = await conn.post(
+                target.path,
+                headers,
+                body,
+                max_bytes=target.max_bytes,
+                received=received,
+                connect_s=target.connect_s,
+            )
         except BaseException:
             with trio.CancelScope(shield=True):  # a half-used connection is never reused
                 await conn.aclose()
             raise
-        if conn.is_idle() and not self._closed:
+        if not self._closed and conn.reusable():
             self._idle.append(conn)
         else:
             await conn.aclose()
-        if response.status == 200:
-            return _Reply(200, {}, content)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
-        return _Reply(response.status, headers, content)
+        return reply
 
-    async def _checkout(self) -> httpcore.AsyncHTTPConnection:
+    async def _checkout(self) -> HTTP11Connection:
         """The most recently used live connection, or a new one (connected on first use)."""
         idle = self._idle
         while idle:
             conn = idle.pop()
-            # has_expired is also true when the server closed the socket while it sat idle
-            if conn.is_idle() and not conn.has_expired():
+            if conn.reusable():  # also false when the server closed it while it sat idle
                 return conn
             await conn.aclose()
-        return httpcore.AsyncHTTPConnection(
-            self._origin, keepalive_expiry=_KEEPALIVE_S, network_backend=self._backend
-        )
+        return HTTP11Connection(self._host, self._port, keepalive_s=_KEEPALIVE_S)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -376,7 +338,7 @@ class HTTPModelClient:
         if self._owns_pool:
             await self.pool.aclose()
 
-    async def _send(self, body: bytes) -> _Reply:
+    async def _send(self, body: bytes) -> Reply:
         """One attempt's POST, whatever its status; network errors as ``AttemptFailed``."""
         async with self._limit:
             try:
@@ -393,7 +355,7 @@ class HTTPModelClient:
             return reply.content
         raise self._status_error(reply)
 
-    def _status_error(self, reply: _Reply) -> AttemptFailed | ModelError:
+    def _status_error(self, reply: Reply) -> AttemptFailed | ModelError:
         return status_error(
             reply.status,
             reply.headers,
