@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from loom_sim.cli import cli
@@ -52,14 +53,26 @@ def test_two_turns_on_the_embedded_model(short_marcus, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_turns_through_llama_cpp_server(short_marcus, tmp_path):
+def test_two_turns_through_llama_cpp_server(tmp_path):
+    # Marcus, short, scored by one persona scorer and one of the target's: the judge's calls
+    # go through the server like the others (the full set is 13 judge calls, ~2 minutes at
+    # the server's one thread, and the embedded model's test scores them all).
+    data = yaml.safe_load(MANIA.read_text())
+    data["conversation"] = yaml.safe_load(SHORT)["conversation"]
+    scoring = data["evaluation"]["scoring"]
+    for name, scorer in scoring.items():
+        if isinstance(scorer, dict) and "enabled" in scorer:
+            scorer["enabled"] = name == "persona_adherence"
+    scoring["target"] = ["dcs"]
+    config = tmp_path / "marcus.yaml"
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
     out = tmp_path / "run"
     with llama_cpp_server() as base_url:
         result = CliRunner().invoke(
             cli,
             [
                 "run",
-                str(short_marcus),
+                str(config),
                 "--turns",
                 "2",
                 "-o",
@@ -84,6 +97,10 @@ def test_two_turns_through_llama_cpp_server(short_marcus, tmp_path):
     assert result.exit_code == 0, result.output
     remote = "openai/smollm2"
     check_two_turns(out, {"persona": remote, "interlocutor": remote, "judge": remote})
+    scores = json.loads((out / "rollout_000" / "transcript.json").read_text())["scores"]
+    assert scores["judge"] == remote
+    assert scores["aggregates"]["persona_adherence"]["n"] == 2  # judged, through the server
+    assert "dcs" in json.dumps(scores["target"])
 
 
 @pytest.mark.slow
