@@ -23,6 +23,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     _share_the_cores()
+    # ``loom-sim run`` splits its rollouts over a worker per core unless told otherwise; the
+    # suite already runs a test per core, so its runs stay in one process each (as
+    # ``--workers 1``), and the tests of the worker processes ask for them by flag.
+    os.environ.setdefault("LOOM_SIM_WORKERS", "1")
 
 
 def _share_the_cores() -> None:

@@ -325,19 +325,23 @@ def test_auto_gives_a_worker_per_core_within_the_cells_concurrency_and_http_limi
     from loom_sim.executors import worker_count
 
     monkeypatch.setattr(worker_count.cpu, "cores", lambda: 8)
-    scripted = _cells(100, "scripted/varied", "scripted/judge")
-    assert worker_count.choose_workers(None, scripted, 64, {}) == 8
-    assert worker_count.choose_workers(None, scripted[:3], 64, {}) == 3  # the cells
-    assert worker_count.choose_workers(None, scripted, 2, {}) == 2  # --concurrency
-    assert worker_count.choose_workers(5, scripted, 64, {}) == 5  # as asked
     remote = _cells(100, "openai/a", "scripted/judge")
+    assert worker_count.choose_workers(None, remote, 64, {}) == 8
+    assert worker_count.choose_workers(None, remote[:3], 64, {}) == 3  # the cells
+    assert worker_count.choose_workers(None, remote, 2, {}) == 2  # --concurrency
+    assert worker_count.choose_workers(5, remote, 64, {}) == 5  # as asked
     assert worker_count.choose_workers(None, remote, 64, {"openai": 4, "anthropic": 2}) == 4
+    # scripted models only: a worker per 64 rollouts (their start-up outweighs less work)
+    scripted = _cells(100, "scripted/varied", "scripted/judge")
+    assert worker_count.choose_workers(None, scripted, 64, {}) == 1
+    assert worker_count.choose_workers(None, _cells(300, "scripted/varied"), 300, {}) == 4
+    assert worker_count.choose_workers(3, scripted, 64, {}) == 3  # as asked
     embedded = _cells(100, "local/smollm2", "scripted/judge")
     monkeypatch.setattr(worker_count, "available_memory", lambda: None)
     assert worker_count.choose_workers(None, embedded, 64, {}) == 1  # memory unknown: one
-    assert worker_count.choose_workers(None, scripted, 64, {}) == 8
+    assert worker_count.choose_workers(None, remote, 64, {}) == 8
     monkeypatch.setattr(worker_count, "available_memory", lambda: 2 * 1024**3)
-    assert worker_count.choose_workers(None, scripted, 64, {}) == 3  # 1.6 GiB, 512 MiB each
+    assert worker_count.choose_workers(None, remote, 64, {}) == 3  # 1.6 GiB, 512 MiB each
     assert worker_count.choose_workers(None, embedded, 64, {}) == 1  # 1.6 GiB, 1.2 GiB each
     monkeypatch.setattr(worker_count, "available_memory", lambda: 64 * 1024**3)
     assert worker_count.choose_workers(None, embedded, 64, {}) == 8  # a core each
@@ -377,3 +381,28 @@ def test_plugins_registered_from_code_keep_the_rollouts_in_this_process(tmp_path
             made = invoke(*args, "--no-score", "--workers", "2", "-o", str(tmp_path / "two"))
         assert made.exit_code == 0, made.output
     assert executions(tmp_path / "auto") == executions(tmp_path / "two") == []
+
+
+@pytest.mark.slow  # one run starting its workers
+def test_a_run_splits_over_a_worker_per_core_unless_told_otherwise(tmp_path, monkeypatch):
+    """No --workers and no LOOM_SIM_WORKERS: ``auto``. Rollouts against a server go to a
+    worker per core this process may use (each rollout its own, here); scripted ones, too few
+    to pay for a worker's start-up, and ``--executor local`` stay in this process."""
+    monkeypatch.delenv("LOOM_SIM_WORKERS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    base = ["run", "mania_patient", "--turns", "1", "--rollouts", "2", "--seed", "1", "--no-score"]
+    with FakeOpenAIServer() as server:
+        remote = ["--persona-model", "openai/p", "--target", "openai/t", "--judge-model",
+                  "scripted/judge", "--base-url", server.base_url]  # fmt: skip
+        made = invoke(*base, *remote, "-o", str(tmp_path / "remote"))
+        assert made.exit_code == 0, made.output
+        made = invoke(*base, *remote, "--executor", "local", "-o", str(tmp_path / "local"))
+        assert made.exit_code == 0, made.output
+    made = invoke(*base, *SCRIPTED, "-o", str(tmp_path / "scripted"))
+    assert made.exit_code == 0, made.output
+    split = executions(tmp_path / "remote")
+    if cores > 1:
+        assert [(e["executor"], e["workers"]) for e in split] == [("processes", 2)]
+    else:
+        assert split == []
+    assert executions(tmp_path / "local") == executions(tmp_path / "scripted") == []

@@ -195,7 +195,7 @@ def executor_options() -> Callable[[F], F]:
 
 
 AUTO_WORKERS = 0  # --workers auto: the executor chooses
-#: ``--workers``'s default when it is not given (unset: 1, this process).
+#: ``--workers``'s default when it is not given (unset: auto).
 WORKERS_ENV = "LOOM_SIM_WORKERS"
 
 
@@ -229,8 +229,9 @@ def workers_option() -> Callable[[F], F]:
         envvar=WORKERS_ENV,
         metavar="N|auto",
         help="Worker processes on this machine the rollouts are split over, each with its own "
-        f"event loop and models (default ${WORKERS_ENV}, else 1: this process; auto: one per "
-        "core, fewer with an in-process model where memory is short).",
+        f"event loop and models (default ${WORKERS_ENV}, else auto: one per core, fewer with "
+        "an in-process model where memory is short or scripted models with few rollouts; "
+        "1: this process).",
     )
 
 

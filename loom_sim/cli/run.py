@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from loom_sim.api.pipeline import RunRequest, run_pipeline
 from loom_sim.cli.options import (
+    AUTO_WORKERS,
     RegistryChoice,
     base_url_option,
     cache_option,
@@ -169,6 +171,10 @@ def run(
     """Run rollouts of CONFIG (a file, or a shipped example's name); every completed turn is
     written as it completes. Several CONFIGs, several --target, or a suite file: a matrix
     run of every config x target x rollout in one run directory."""
+    if workers is None and ctx.get_parameter_source("executor") is ParameterSource.DEFAULT:
+        workers = AUTO_WORKERS  # not asked for: the cores this machine gives (worker_count)
+    elif executor == "ray" and ctx.get_parameter_source("workers") is ParameterSource.ENVIRONMENT:
+        workers = None  # $LOOM_SIM_WORKERS is this machine's default; Ray places its own tasks
     runner = ctx.with_resource(chosen_executor(executor, address, cpus_per_cell, workers))
     targets: tuple[str, ...] = defining.pop("target")
     if resume is not None:

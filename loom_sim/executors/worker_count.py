@@ -7,6 +7,12 @@ Each such worker is counted as :data:`WORKER_BASE_BYTES` (Python, loom-sim, the 
 model and its rollouts' state: measured, a worker running 4 scripted rollouts with the
 embedding model peaks at 240 MB).
 
+A run whose models are all scripted (no server to wait on, nothing to load) is over in a
+moment unless it is large: a worker's start-up (~1 s of a core: Python, loom-sim, the
+embedding model) is worth paying once per :data:`SCRIPTED_CELLS_PER_WORKER` rollouts (a
+scripted turn is ~1-2 ms of loom-sim's own work, so 64 rollouts of 10 turns are about a
+second), so such a run gets a worker per that many rollouts, at least one.
+
 A run with an in-process model (the embedded llama.cpp model, a GGUF file) is different: one
 process already keeps every core busy through llama.cpp's threads, and each worker loads its
 own copy of the model. So it gets more than one worker only where memory holds them all:
@@ -40,6 +46,7 @@ from loom_sim.rollout.runtime.cells import Cell
 __all__ = [
     "IN_PROCESS_WORKER_BYTES",
     "MEMORY_SHARE",
+    "SCRIPTED_CELLS_PER_WORKER",
     "WORKER_BASE_BYTES",
     "available_memory",
     "by_memory",
@@ -51,12 +58,22 @@ __all__ = [
 WORKER_BASE_BYTES = 512 * 1024**2
 IN_PROCESS_WORKER_BYTES = 1024**3
 MEMORY_SHARE = 0.8
+SCRIPTED_CELLS_PER_WORKER = 64
 MEMINFO = Path("/proc/meminfo")
 
 
 def _providers(cells: Iterable[Cell]) -> set[str]:
     plans = {id(c.plan): c.plan for c in cells}.values()
     return {spec.split("/", 1)[0] for plan in plans for spec in plan.models.values()}
+
+
+def _scripted_only(cells: Iterable[Cell]) -> bool:
+    """Whether every model of the cells answers at once: no server, no in-process weights
+    (a provider that is neither HTTP nor one-call-at-a-time, like ``scripted``)."""
+    found = _providers(cells)
+    return bool(found) and all(
+        p in PROVIDERS and not PROVIDERS.get(p).http and PROVIDERS.get(p).parallel for p in found
+    )
 
 
 def in_process_models(cells: Iterable[Cell]) -> list[str]:
@@ -113,6 +130,8 @@ def choose_workers(
         else:
             fit = by_memory(WORKER_BASE_BYTES, available_memory())
             asked = min(cpu.cores(), fit or cpu.cores())
+            if _scripted_only(cells):
+                asked = min(asked, max(1, len(cells) // SCRIPTED_CELLS_PER_WORKER))
     http = [
         limits[p]
         for p in _providers(cells)
