@@ -107,6 +107,18 @@ that (0.17 -> 0.30), and the fake server, in its own process on the same two cor
 share. At 16-256 rollouts the workers' start-up (imports, the embedding model, ~1 s each,
 counted in CPU per call) eats what they save. K = 1 runs in one process either way.
 
+Then the fast HTTP path on h11 directly (``models/http11.py``, not httpcore's connection) and
+``run``'s default of a worker per core. This machine ran about half as fast that hour as in
+the figures above (the same code: 1.0-1.3 ms of CPU a call at K = 256 where it had taken 0.65;
+K = 1 0.83-0.88 where it had been 0.97), so only figures taken together compare. One HTTP call
+with 64 in flight against the zero-latency fake server, 3 alternated pairs: 0.27 -> 0.19 ms of
+CPU. This table, K = 1/16/64/256/1024, median of 3, load 1.1-1.9:
+
+| | efficiency | CPU ms/call at 256 / 1024 | wall s at 1024 |
+| --- | --- | --- | --- |
+| one process (``--workers 1``) | 0.83 / 0.79 / 0.79 / 0.45 / 0.09 | 1.294 / 1.446 | 28.85 |
+| 2 workers (as shipped on 2 cores) | 0.85 / 0.82 / 0.82 / 0.64 / 0.20 | 1.701 / 1.185 | 14.21 |
+
 Before the run collected its garbage ahead of ``gc.freeze()``, unfroze at its end and raised
 the collector's thresholds, monitors off, K = 64/256 at the same minute: 0.83 / 0.45, stalls
 3.3 / 85 ms, peak RSS 175 MiB (frozen garbage of the earlier runs in the process).

@@ -41,6 +41,25 @@ def _share_the_cores() -> None:
         os.environ["LOOM_SIM_THREADS"] = str(max(1, cores // max(1, int(workers))))
 
 
+#: The longest tests (minutes each on the embedded model), longest first, started before all
+#: others.
+LONGEST = ("test_soak.py", "test_debate_embedded_decks.py", "test_real_models.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest tests first, then the other slow ones, then the rest, each group in its
+    collected order. xdist hands tests out in this order: in alphabetical order the soak came
+    last and ran for ten minutes on one worker while the others sat idle; started first, it
+    runs beside the short tests."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.path.name in LONGEST:
+            return LONGEST.index(item.path.name)
+        return len(LONGEST) + (0 if item.get_closest_marker("slow") else 1)
+
+    items.sort(key=rank)  # stable: within a group, the collected order
+
+
 #: Most workers the suite runs on (``-n auto`` in pyproject.toml): one per core this process
 #: may use, at most this many. A worker driving the embedded model holds up to ~1.5 GB.
 MOST_WORKERS = 4
