@@ -48,9 +48,11 @@ LONGEST = ("test_soak.py", "test_debate_embedded_decks.py", "test_real_models.py
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest tests first, then the other slow ones, then the rest, each group in its
-    collected order. xdist hands tests out in this order: in alphabetical order the soak came
-    last and ran for ten minutes on one worker while the others sat idle; started first, it
-    runs beside the short tests."""
+    collected order. xdist hands tests out in this order, two at a time to each worker
+    (``--maxschedchunk 2`` in pyproject.toml; by default the first worker got the first eighth
+    of the suite at once, every long test with it). In alphabetical order the soak came last
+    and ran for ten minutes on one worker while the other sat idle; started first, and the
+    long ones spread over the workers, they run beside the short tests."""
 
     def rank(item: pytest.Item) -> int:
         if item.path.name in LONGEST:
