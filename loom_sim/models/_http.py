@@ -116,7 +116,7 @@ class _Target:
     max_bytes: int  # of the reply's body
     connect_s: float
     path: bytes  # the request target: the URL's path and query
-    core_headers: tuple[tuple[bytes, bytes], ...]  # Host and ``headers``, for the fast path
+    fast_headers: tuple[tuple[bytes, bytes], ...]  # Host and ``headers``, for the fast path
 
 
 class HTTPPool:
@@ -177,8 +177,8 @@ class HTTPPool:
         # ``post``: per-read timeouts alone let a server dripping bytes hold a call forever).
         # The pool wait is unbounded: the limiters, not the pool, decide how many calls run.
         connect = min(timeout_s, 10.0)
-        core_headers = [(b"Host", parsed.netloc)]
-        core_headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        fast_headers = [(b"Host", parsed.netloc)]
+        fast_headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
         return _Target(
             url=parsed,
             headers=dict(headers),
@@ -187,7 +187,7 @@ class HTTPPool:
             max_bytes=max_bytes,
             connect_s=connect,
             path=parsed.raw_path,
-            core_headers=tuple(core_headers),
+            fast_headers=tuple(fast_headers),
         )
 
     async def post(self, target: _Target, body: bytes) -> Reply:
@@ -214,7 +214,7 @@ class HTTPPool:
             return Reply(reply.status_code, reply.headers, content)
 
     async def _post_fast(self, target: _Target, body: bytes, received: Received) -> Reply:
-        headers = (*target.core_headers, (b"Content-Length", b"%d" % len(body)))
+        headers = (*target.fast_headers, (b"Content-Length", b"%d" % len(body)))
         conn = await self._checkout()
         try:
             reply = await conn.post(
