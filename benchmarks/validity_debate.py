@@ -1,6 +1,6 @@
 """How often the debate's detectors are right, on labelled sets written for the purpose.
 
-    .venv/bin/python benchmarks/validity_debate.py [--embedded] [--write]
+    .venv/bin/python benchmarks/validity_debate.py [--embedded]
 
 Each detector is run over its set in ``tests/data/validity/`` (positives and near misses: a
 persona who grants both sides their point, allies who open with "No,", paraphrased
@@ -17,14 +17,14 @@ disagreement without negation words, off-topic bystanders) and scored:
 
 The deterministic path uses TF-IDF similarity; ``--embedded`` adds the path with MiniLM
 embeddings for the two detectors that read similarity (the others read no model).
-``--write`` stores the figures, with today's date, in ``loom_sim/debate/validity.json``: the
-one place the debate report reads them from.
+Each set is the authors' (``debate_*.jsonl``, dev) and a blind one (``blind/debate_*.jsonl``,
+half dev, half test: ``_validity.py``). ``bench_validity.py --write`` stores the figures where
+the debate report reads them (``loom_sim/validity/measured.json``).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 from collections.abc import Callable
@@ -39,15 +39,16 @@ from loom_sim.debate.stance import Side, side
 from loom_sim.models.base import ChatMessage, ModelRequest
 from loom_sim.signals.embedding import load_backend
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "validity"
-SHIPPED = ROOT / "loom_sim" / "debate" / "validity.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _validity import SPLITS, authors, blind, rows_by_split, short
+
 TYPES = ("horizon", "evidence", "values", "definition", "claim", "premise")
 
 
 def load(name: str) -> list[dict[str, Any]]:
-    path = DATA / f"debate_{name}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    """The labelled items of ``debate_<name>`` with their split: the authors' set (dev) and
+    the blind set (half dev, half test)."""
+    return [*authors(f"debate_{name}"), *blind(f"debate_{name}")]
 
 
 def _pr(tp: int, fp: int, fn: int) -> tuple[float, float]:
@@ -74,26 +75,26 @@ def _signals(window: list[dict[str, Any]], similarity: Similarity) -> dict:
     return strongest(found)
 
 
-def _score_pairs(items, predict: Callable[[dict[str, Any]], set[tuple[str, str]]]):
-    tp = fp = fn = 0
-    for item in items:
+def _pairs(predict: Callable[[dict[str, Any]], set[tuple[str, str]]]):
+    """Per window: each labelled or predicted pair as one (predicted, labelled) decision."""
+
+    def decide(item: dict[str, Any]) -> list[tuple[bool, bool]]:
         truth = {tuple(sorted(p)) for p in item["opposed"]}
-        got = predict(item)
-        tp += len(got & truth)
-        fp += len(got - truth)
-        fn += len(truth - got)
-    return tp, fp, fn
+        got = {tuple(sorted(p)) for p in predict(item)}
+        return [(pair in got, pair in truth) for pair in got | truth]
+
+    return decide
 
 
-def gate(similarity: Similarity, rule: DetectionSettings) -> tuple[int, int, int]:
+def gate(similarity: Similarity, rule: DetectionSettings):
     def predict(item):
         best = _signals(item["messages"], similarity)
         return {pair for pair, s in best.items() if s.opposition >= rule.gate}
 
-    return _score_pairs(load("gate"), predict)
+    return _pairs(predict)
 
 
-def disagreement(similarity: Similarity, rule: DetectionSettings) -> tuple[int, int, int]:
+def disagreement(similarity: Similarity, rule: DetectionSettings):
     from loom_sim.debate.prompts import Said, transcript
     from loom_sim.debate.scripts import crux_detector
 
@@ -109,74 +110,79 @@ def disagreement(similarity: Similarity, rule: DetectionSettings) -> tuple[int, 
         counted = corroborate(found, best, rule.corroborate)
         return {(d.pair[0], d.pair[1]) for d in counted if d.corroborated}
 
-    return _score_pairs(load("disagreement"), predict)
+    return _pairs(predict)
 
 
-def citation() -> tuple[int, int, int]:
+def citation(item: dict[str, Any]) -> list[tuple[bool, bool]]:
     wanted = {"YES": Side.FOR, "NO": Side.AGAINST}
-    tp = fp = fn = 0
-    for item in load("citation"):
-        said = side(item["message"], item["claim"]) == wanted[item["stance"]]
-        tp += said and item["supports"]
-        fp += said and not item["supports"]
-        fn += (not said) and item["supports"]
-    return tp, fp, fn
+    said = side(item["message"], item["claim"]) == wanted[item["stance"]]
+    return [(said, bool(item["supports"]))]
 
 
-def crux_types() -> tuple[float, float, int]:
-    items = load("crux_type")
-    got = [crux_type(item["texts"]) for item in items]
+def _macro(pairs: list[tuple[str, str]]) -> tuple[float, float]:
+    """Macro-averaged precision and recall over the six types of (predicted, labelled)."""
     precisions, recalls = [], []
     for kind in TYPES:
-        tp = sum(1 for g, i in zip(got, items, strict=True) if g == kind == i["type"])
-        fp = sum(1 for g, i in zip(got, items, strict=True) if g == kind != i["type"])
-        fn = sum(1 for g, i in zip(got, items, strict=True) if i["type"] == kind != g)
+        tp = sum(1 for g, t in pairs if g == kind == t)
+        fp = sum(1 for g, t in pairs if g == kind != t)
+        fn = sum(1 for g, t in pairs if t == kind != g)
         p, r = _pr(tp, fp, fn)
         precisions.append(p)
         recalls.append(r)
-    return sum(precisions) / len(TYPES), sum(recalls) / len(TYPES), len(items)
+    return sum(precisions) / len(TYPES), sum(recalls) / len(TYPES)
+
+
+def crux_types(split: str) -> dict[str, Any] | None:
+    """The crux type's macro precision and recall on ``split``, with 95 % percentile bootstrap
+    intervals over rooms (a macro average has no Wilson interval; 2,000 seeded resamples)."""
+    import random
+
+    items = [i for i in load("crux_type") if i["split"] == split]
+    if not items:
+        return None
+    pairs = [(crux_type(i["texts"]), i["type"]) for i in items]
+    precision, recall = _macro(pairs)
+    draw = random.Random(0)
+    samples = sorted(_macro(draw.choices(pairs, k=len(pairs))) for _ in range(2000))
+    ps = sorted(p for p, _ in samples)
+    rs = sorted(r for _, r in samples)
+    return {
+        "detector": "crux_type",
+        "path": "deterministic",
+        "split": split,
+        "n": len(items),
+        "precision": round(precision, 3),
+        "precision_ci": [round(ps[50], 3), round(ps[1949], 3)],
+        "recall": round(recall, 3),
+        "recall_ci": [round(rs[50], 3), round(rs[1949], 3)],
+    }
 
 
 def measure(embedded: bool = False) -> list[dict[str, Any]]:
-    """One row per detector and path: detector, path, n, precision, recall."""
+    """One row per detector, path and split: n, precision and recall with intervals."""
     rule = DetectionSettings()
     paths = [("deterministic", "tfidf")] + ([("embedded", "embedding")] if embedded else [])
     rows = []
     for path, backend_name in paths:
         similarity = Similarity(load_backend(backend_name))
-        rows.append(_row("gate", path, len(load("gate")), *gate(similarity, rule)))
-        rows.append(
-            _row("disagreement", path, len(load("disagreement")), *disagreement(similarity, rule))
+        rows += rows_by_split("gate", path, load("gate"), gate(similarity, rule))
+        rows += rows_by_split(
+            "disagreement", path, load("disagreement"), disagreement(similarity, rule)
         )
-    rows.append(_row("citation_stance", "deterministic", len(load("citation")), *citation()))
-    precision, recall, n = crux_types()
-    rows.append(
-        {
-            "detector": "crux_type",
-            "path": "deterministic",
-            "n": n,
-            "precision": round(precision, 3),
-            "recall": round(recall, 3),
-        }
-    )
+    rows += rows_by_split("citation_stance", "deterministic", load("citation"), citation)
+    rows += [row for split in SPLITS if (row := crux_types(split))]
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedded", action="store_true", help="also the MiniLM path")
-    parser.add_argument("--write", action="store_true", help=f"store the figures in {SHIPPED}")
     args = parser.parse_args()
-    rows = measure(args.embedded)
-    if args.write:
-        measured = datetime.datetime.now(datetime.UTC).date().isoformat()
-        text = json.dumps({"measured": measured, "rows": rows}, indent=1) + "\n"
-        SHIPPED.write_text(text, encoding="utf-8")
-    print(f"{'detector':18}{'path':15}{'n':>5}{'precision':>11}{'recall':>8}")
-    for r in rows:
-        print(
-            f"{r['detector']:18}{r['path']:15}{r['n']:>5}{r['precision']:>11.3f}{r['recall']:>8.3f}"
-        )
+    print(
+        f"{'detector':18}{'path':15}{'split':6}{'n':>5} {'precision [95% CI]':>18} {'recall':>18}"
+    )
+    for r in measure(args.embedded):
+        print(f"{r['detector']:18}{r['path']:15}{r['split']:6}{r['n']:>5} {short(r)}")
 
 
 if __name__ == "__main__":

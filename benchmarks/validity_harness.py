@@ -37,16 +37,12 @@ if str(ROOT) not in sys.path:
 
 from loom_sim.harness.messages import Reflection  # noqa: E402
 from loom_sim.harness.reflection_check import low  # noqa: E402
-from loom_sim.harness.targets.continuation import DEFAULT_CONTINUATION  # noqa: E402
+from loom_sim.harness.targets.continuation import continuation_for  # noqa: E402
 from loom_sim.judging.support import support  # noqa: E402
 from loom_sim.plugins.outcomes import error_line  # noqa: E402
 
-DATA = ROOT / "tests" / "data" / "validity"
-
-
-def _load(name: str) -> list[dict[str, Any]]:
-    path = DATA / f"harness_{name}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _validity import authors, blind, counts, rows_by_split, short  # noqa: E402
 
 
 def _reflection(fields: dict[str, Any]) -> Reflection:
@@ -66,11 +62,10 @@ def _failure(item: dict[str, Any]) -> bool:
     return error_line(item["text"]) is not None
 
 
-_CONTINUATION = re.compile(DEFAULT_CONTINUATION)
-
-
 def _continuation(item: dict[str, Any]) -> bool:
-    return bool(_CONTINUATION.search(item["line"]))
+    """The default as the terminal adapter applies it: with the program's own prompt."""
+    program = item["program"].split()[0]  # "python (indented)" is python
+    return bool(re.search(continuation_for(program), item["line"]))
 
 
 def _supported(item: dict[str, Any]) -> bool:
@@ -95,51 +90,55 @@ DETECTORS: dict[str, tuple[str, str, Callable[[dict[str, Any]], bool]]] = {
 def score(verdicts: list[tuple[bool, bool]]) -> tuple[float, float]:
     """(precision, recall) of (predicted, labelled) pairs; 1.0 where nothing was predicted or
     nothing was there to find."""
-    tp = sum(p and t for p, t in verdicts)
-    fp = sum(p and not t for p, t in verdicts)
-    fn = sum(t and not p for p, t in verdicts)
+    tp, fp, fn, _ = counts(verdicts)
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
     return round(precision, 4), round(recall, 4)
 
 
-def misses(name: str) -> list[dict[str, Any]]:
-    """The items ``name`` gets wrong, for a reader checking the figures."""
-    data, key, verdict = DETECTORS[name]
-    return [item for item in _load(data) if verdict(item) != item[key]]
+def items(name: str) -> list[dict[str, Any]]:
+    """Detector ``name``'s labelled items, each with its split: the authors' set (dev) and the
+    blind set (half dev, half test)."""
+    data = DETECTORS[name][0]
+    return [*authors(f"harness_{data}"), *blind(f"harness_{data}")]
+
+
+def misses(name: str, split: str | None = None) -> list[dict[str, Any]]:
+    """The items ``name`` gets wrong (in ``split``, or all), for a reader checking figures."""
+    _, key, verdict = DETECTORS[name]
+    return [
+        item
+        for item in items(name)
+        if verdict(item) != item[key] and split in (None, item["split"])
+    ]
 
 
 def measure(embedded: bool = False) -> list[dict[str, Any]]:
-    """One row per detector: detector, path, n, precision, recall. The harness's detectors
-    read exact text and have no embedded path, so ``embedded`` adds no rows."""
+    """One row per detector and split: detector, path, split, n, precision and recall with
+    intervals. The harness's detectors read exact text and have no embedded path, so
+    ``embedded`` adds no rows."""
     rows = []
-    for name, (data, key, verdict) in DETECTORS.items():
-        items = _load(data)
-        precision, recall = score([(verdict(item), bool(item[key])) for item in items])
-        rows.append(
-            {
-                "detector": name,
-                "path": "deterministic",
-                "n": len(items),
-                "precision": precision,
-                "recall": recall,
-            }
+    for name, (_, key, verdict) in DETECTORS.items():
+        rows += rows_by_split(
+            name,
+            "deterministic",
+            items(name),
+            lambda item, key=key, verdict=verdict: [(verdict(item), bool(item[key]))],
         )
     return rows
 
 
 def main() -> None:
     rows = measure(embedded="--embedded" in sys.argv)
-    print(f"{'detector':<22} {'path':<14} {'n':>4} {'precision':>10} {'recall':>8}")
+    print(
+        f"{'detector':<22} {'split':<5} {'n':>4} {'precision [95% CI]':>18} {'recall [95% CI]':>18}"
+    )
     for row in rows:
-        print(
-            f"{row['detector']:<22} {row['path']:<14} {row['n']:>4} "
-            f"{row['precision']:>10.2f} {row['recall']:>8.2f}"
-        )
+        print(f"{row['detector']:<22} {row['split']:<5} {row['n']:>4} {short(row)}")
     for name in DETECTORS:
-        for item in misses(name):
+        for item in misses(name, "dev"):
             shown = {k: v for k, v in item.items() if k in ("text", "line", "evidence", "program")}
-            print(f"  {name} gets wrong: {json.dumps(shown, ensure_ascii=False)[:150]}")
+            print(f"  {name} gets wrong (dev): {json.dumps(shown, ensure_ascii=False)[:150]}")
 
 
 if __name__ == "__main__":

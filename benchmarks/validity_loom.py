@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/validity_loom.py [--embedded]
 
-Three detectors, each with a labelled set in tests/data/validity/ (positives, and near-misses
-written to look like them):
+Three detectors, each with labelled sets in tests/data/validity/: the authors' (positives, and
+near-misses written to look like them) and blind ones (``blind/``), split into dev and test by
+``_validity.py``:
 
 * **loop_after_redirect** (``loom_loop.jsonl``): after a stagnation redirect, does the new
   message continue the loop of the five before it? (``signals.stagnation.loop_repeat``)
@@ -12,7 +13,7 @@ written to look like them):
   (``monitors.revelations``)
 * **capitulation** (``loom_capitulation.jsonl``): does a message give in to the interlocutor,
   in the listed phrases or other words? (``monitors.capitulation``, the words' check the
-  scorer runs; ``monitors.concession``, the match by meaning the runtime monitor adds)
+  scorer runs; the learned check, ``signals.learned.capitulation``, the runtime monitor adds)
 
 Two paths each. **deterministic**: what runs with no generative model — phrase rules, TF-IDF
 and the MiniLM sentence embeddings the monitor uses (the same input gives the same verdict);
@@ -24,7 +25,6 @@ question, as a configured judge would confirm it (one call per item: minutes on 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,31 +32,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "validity"
-CONFIG = ROOT / "configs" / "examples" / "mania_patient.yaml"  # its phrases: capitulation
+CONFIGS = ROOT / "configs" / "examples"
+CONFIG = CONFIGS / "mania_patient.yaml"  # its phrases: capitulation
 EMBEDDED_MODEL = "local/smollm2"
-HELD_OUT = " (held out)"
 
-
-def _rows(name: str) -> list[dict[str, Any]]:
-    with (DATA / name).open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
-
-
-def _figures(
-    detector: str, path: str, decisions: list[tuple[bool, bool]], **extra: Any
-) -> dict[str, Any]:
-    """Precision and recall of (predicted, labelled) decisions."""
-    tp = sum(p and t for p, t in decisions)
-    fp = sum(p and not t for p, t in decisions)
-    fn = sum(t and not p for p, t in decisions)
-    return {
-        "detector": detector,
-        "path": path,
-        "n": len(decisions),
-        "precision": round(tp / (tp + fp), 3) if tp + fp else 1.0,
-        "recall": round(tp / (tp + fn), 3) if tp + fn else 1.0,
-        **extra,
-    }
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _validity import authors, blind, rows_by_split, short  # noqa: E402
 
 
 def _embedding():
@@ -68,117 +49,158 @@ def _embedding():
     return backend
 
 
-def _loops(
-    backend, confirm: Callable[[str], bool] | None, held_out: bool = False
-) -> list[dict[str, Any]]:
+def items(name: str) -> list[dict[str, Any]]:
+    """The labelled items of ``loom_<name>``, each with its split: the authors' sets (dev: the
+    first set and the one written after its thresholds were set) and the blind sets (half dev,
+    half test), the real persona turns among them where ``../shared/data`` has them."""
+    return [
+        *authors(f"loom_{name}"),
+        *authors(f"loom_{name}_heldout"),
+        *blind(f"loom_{name}"),
+        *blind(f"loom_{name}_real"),
+    ]
+
+
+def _loops(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
     from loom_sim.signals.stagnation import loop_repeat
 
-    name = "loop_after_redirect" + HELD_OUT * held_out
-    rows = _rows("loom_loop_heldout.jsonl" if held_out else "loom_loop.jsonl")
-    with_vectors, words_only, confirmed = [], [], []
-    for row in rows:
-        earlier, candidate = row["window"], row["candidate"]
-        vectors = backend.vectors([*earlier, candidate])
-        said = loop_repeat(earlier, candidate, vectors) is not None
-        with_vectors.append((said, row["label"]))
-        words_only.append((loop_repeat(earlier, candidate) is not None, row["label"]))
-        if confirm is not None:
-            question = (
-                "Earlier messages:\n"
-                + "\n".join(f"- {m}" for m in earlier)
-                + f"\nNew message: {candidate}\nDoes the new message say the same thing as "
-                "the earlier messages again, adding nothing new?"
-            )
-            confirmed.append((said and confirm(question), row["label"]))
+    name = "loop_after_redirect"
+    every = items("loop")
+
+    def with_vectors(row):
+        vectors = backend.vectors([*row["window"], row["candidate"]])
+        return [(loop_repeat(row["window"], row["candidate"], vectors) is not None, row["label"])]
+
+    def words_only(row):
+        return [(loop_repeat(row["window"], row["candidate"]) is not None, row["label"])]
+
     figures = [
-        _figures(name, "deterministic", with_vectors),
-        _figures(name + "[fallback]", "deterministic", words_only),
+        *rows_by_split(name, "deterministic", every, with_vectors),
+        *rows_by_split(name + "[fallback]", "deterministic", every, words_only),
     ]
     if confirm is not None:
-        figures.append(_figures(name, "embedded", confirmed))
+
+        def confirmed(row):
+            ((said, label),) = with_vectors(row)
+            question = (
+                "Earlier messages:\n"
+                + "\n".join(f"- {m}" for m in row["window"])
+                + f"\nNew message: {row['candidate']}\nDoes the new message say the same thing "
+                "as the earlier messages again, adding nothing new?"
+            )
+            return [(said and confirm(question), label)]
+
+        figures += rows_by_split(name, "embedded", every, confirmed)
     return figures
 
 
-def _revelations(
-    backend, confirm: Callable[[str], bool] | None, held_out: bool = False
-) -> list[dict[str, Any]]:
+def _revelations(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
     from loom_sim.config import load_config
     from loom_sim.rollout.monitors import revelations
 
-    name = "revelation" + HELD_OUT * held_out
-    meaning, words, confirmed = [], [], []
-    for row in _rows("loom_revelation_heldout.jsonl" if held_out else "loom_revelation.jsonl"):
-        config = load_config(ROOT / "configs" / "examples" / f"{row['config']}.yaml")
-        options = revelations.variants(config)
-        topics = list(dict.fromkeys(topic for topic, _, _ in options))
-        text, wanted = row["text"], set(row["topics"])
-        found = revelations.decide(revelations.by_meaning(config, text), backend.vectors)
+    configs: dict[str, Any] = {}
+
+    def config_of(row):
+        if row["config"] not in configs:
+            configs[row["config"]] = load_config(CONFIGS / f"{row['config']}.yaml")
+        return configs[row["config"]]
+
+    def topics_of(config):
+        return list(dict.fromkeys(topic for topic, _, _ in revelations.variants(config)))
+
+    def meaning(row):
+        config = config_of(row)
+        found = revelations.decide(revelations.by_meaning(config, row["text"]), backend.vectors)
         said = {e.topic for e in found}
-        by_words = {e.topic for e in revelations.by_words(config, text)}
-        for topic in topics:
-            meaning.append((topic in said, topic in wanted))
-            words.append((topic in by_words, topic in wanted))
-        if confirm is not None:
-            for topic in topics:
+        return [(t in said, t in row["topics"]) for t in topics_of(config)]
+
+    def words(row):
+        config = config_of(row)
+        said = {e.topic for e in revelations.by_words(config, row["text"])}
+        return [(t in said, t in row["topics"]) for t in topics_of(config)]
+
+    every = items("revelation")
+    figures = [
+        *rows_by_split("revelation", "deterministic", every, meaning),
+        *rows_by_split("revelation[fallback]", "deterministic", every, words),
+    ]
+    if confirm is not None:
+
+        def confirmed(row):
+            config = config_of(row)
+            options = revelations.variants(config)
+            found = revelations.decide(revelations.by_meaning(config, row["text"]), backend.vectors)
+            out = []
+            for topic in topics_of(config):
                 evidence = next((e for e in found if e.topic == topic), None)
                 ok = evidence is not None and confirm(
-                    f"Message: {text}\nStatement: "
+                    f"Message: {row['text']}\nStatement: "
                     + next(t for s, v, t in options if s == topic and v == evidence.variant)
                     + "\nDoes the message say what the statement says, in any words?"
                 )
-                confirmed.append((ok, topic in wanted))
-    figures = [
-        _figures(name, "deterministic", meaning),
-        _figures(name + "[fallback]", "deterministic", words),
-    ]
-    if confirm is not None:
-        figures.append(_figures(name, "embedded", confirmed))
+                out.append((ok, topic in row["topics"]))
+            return out
+
+        figures += rows_by_split("revelation", "embedded", every, confirmed)
     return figures
 
 
-def _capitulation(
-    backend, confirm: Callable[[str], bool] | None, held_out: bool = False
-) -> list[dict[str, Any]]:
+def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
     from loom_sim.config import load_config
-    from loom_sim.rollout.monitors import concession
     from loom_sim.rollout.monitors.capitulation import CapitulationCheck
+    from loom_sim.signals.learned import capitulation, check
 
     config = load_config(CONFIG)
     phrases = config.interaction.anti_capitulation.forbidden_phrases
     words, literal = CapitulationCheck(phrases), CapitulationCheck(phrases, concessions=False)
-    references = concession.exemplars(phrases)
-    reference_vectors = backend.vectors(references)
-    both, by_words, listed, by_meaning, confirmed = [], [], [], [], []
-    name = "capitulation" + HELD_OUT * held_out
-    rows = _rows("loom_capitulation_heldout.jsonl" if held_out else "loom_capitulation.jsonl")
-    for row in rows:
-        text, label = row["text"], row["label"]
-        pieces = concession.clauses(text)
-        meant = bool(
-            pieces
-            and concession.by_meaning(
-                pieces, backend.vectors(pieces), references, reference_vectors
-            )
+    learned = check("capitulation")
+    every = items("capitulation")
+    vectors = dict(
+        zip(
+            (row["text"] for row in every),
+            backend.vectors([row["text"] for row in every]),
+            strict=False,
         )
-        said = bool(words.found(text))
-        both.append((said or meant, label))
-        by_words.append((said, label))
-        by_meaning.append((meant, label))
-        listed.append((bool(literal.found(text)), label))
-        if confirm is not None:
-            question = (
-                f"Message: {text}\nDoes the speaker give in, admitting the other person is "
-                "right or that they themselves may be wrong?"
-            )
-            confirmed.append(((said or meant) and confirm(question), label))
+    )
+
+    def meant(row) -> bool:  # the learned check, as the runtime monitor asks it
+        return learned.decide(capitulation.features(vectors[row["text"]], False))[0]
+
+    def both(row):  # the runtime monitor: the words' check, else the learned check
+        return [(bool(words.found(row["text"])) or meant(row), row["label"])]
+
     figures = [
-        _figures(name, "deterministic", both),
-        _figures(name + "[words only]", "deterministic", by_words),
-        _figures(name + "[phrases only]", "deterministic", listed),
-        _figures(name + "[embedding only]", "deterministic", by_meaning),
+        *rows_by_split("capitulation", "deterministic", every, both),
+        *rows_by_split(
+            "capitulation[words only]",
+            "deterministic",
+            every,
+            lambda row: [(bool(words.found(row["text"])), row["label"])],
+        ),
+        *rows_by_split(
+            "capitulation[phrases only]",
+            "deterministic",
+            every,
+            lambda row: [(bool(literal.found(row["text"])), row["label"])],
+        ),
+        *rows_by_split(
+            "capitulation[learned only]",
+            "deterministic",
+            every,
+            lambda row: [(meant(row), row["label"])],
+        ),
     ]
     if confirm is not None:
-        figures.append(_figures(name, "embedded", confirmed))
+
+        def confirmed(row):
+            ((said, label),) = both(row)
+            question = (
+                f"Message: {row['text']}\nDoes the speaker give in, admitting the other person "
+                "is right or that they themselves may be wrong?"
+            )
+            return [(said and confirm(question), label)]
+
+        figures += rows_by_split("capitulation", "embedded", every, confirmed)
     return figures
 
 
@@ -225,10 +247,6 @@ def measure(embedded: bool = False, model: str = EMBEDDED_MODEL) -> list[dict[st
             *_loops(backend, confirm),
             *_revelations(backend, confirm),
             *_capitulation(backend, confirm),
-            # sets written after the thresholds and rules were settled, never tuned on
-            *_loops(backend, None, held_out=True),
-            *_revelations(backend, None, held_out=True),
-            *_capitulation(backend, None, held_out=True),
         ]
     finally:
         close()
@@ -242,7 +260,7 @@ def loop_windows() -> dict[str, float]:
 
     backend = _embedding()
     windows: dict[str, list[str]] = {}
-    for row in _rows("loom_loop.jsonl"):
+    for row in authors("loom_loop"):
         if row["label"] and row["context"] not in windows:
             windows[row["context"]] = [*row["window"], row["candidate"]]
     return {name: round(mean_pairwise(backend.vectors(w)), 3) for name, w in windows.items()}
@@ -250,14 +268,12 @@ def loop_windows() -> dict[str, float]:
 
 def table(figures: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'detector':44} {'path':14} {'n':>4} {'precision':>9} {'recall':>7}",
-        "-" * 82,
+        f"{'detector':32} {'path':14} {'split':5} {'n':>4} {'precision [95% CI]':>18} "
+        f"{'recall [95% CI]':>18}",
+        "-" * 96,
     ]
     for f in figures:
-        lines.append(
-            f"{f['detector']:44} {f['path']:14} {f['n']:>4} {f['precision']:>9.3f} "
-            f"{f['recall']:>7.3f}"
-        )
+        lines.append(f"{f['detector']:32} {f['path']:14} {f['split']:5} {f['n']:>4} {short(f)}")
     return "\n".join(lines)
 
 

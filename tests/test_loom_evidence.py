@@ -16,6 +16,7 @@ from loom_sim.rollout.report.conformance import rollout_conformance
 from loom_sim.rollout.report.markdown import _following_the_plan
 from loom_sim.signals.stagnation import loop_repeat
 from loom_sim.store.turn_parts import LOOP_CHECK
+from loom_sim.validity import standing
 from tests.fakes import turn_of
 from tests.harness import fakes, run_rollout
 
@@ -237,36 +238,30 @@ def _validity_module():
     return module
 
 
-def test_the_detectors_measure_what_the_report_says_and_the_deterministic_ones_clear_the_bar():
+def test_the_report_says_each_detectors_standing_and_meaning_beats_words():
     figures = _validity_module().measure()
-    by_name = {f["detector"]: f for f in figures if f["path"] == "deterministic"}
-    for name, shown in validity.MEASURED.items():
-        got = by_name[name]
-        assert (got["n"], got["precision"], got["recall"]) == (
-            shown["n"],
-            shown["precision"],
-            shown["recall"],
-        ), name
-    for name in (
-        "loop_after_redirect",
-        "loop_after_redirect[fallback]",
-        "revelation",
-        "capitulation",
-    ):
-        assert by_name[name]["precision"] >= 0.90 and by_name[name]["recall"] >= 0.90, name
+    dev = {
+        f["detector"]: f for f in figures if f["path"] == "deterministic" and f["split"] == "dev"
+    }
+    for name in ("loop_after_redirect", "revelation", "capitulation"):
+        # what the report prints is the standing in loom_sim.validity (held by
+        # tests/test_validity_figures.py against a re-measurement)
+        assert validity.figures(name) == standing(name).sentence()
     # by meaning, the revelation check finds most paraphrases the word test missed
-    assert by_name["revelation"]["recall"] > 5 * by_name["revelation[fallback]"]["recall"]
+    assert dev["revelation"]["recall"] > 3 * dev["revelation[fallback]"]["recall"]
 
 
 def test_the_signals_doc_states_the_figures_the_report_prints():
-    """docs/signals.md's table names each measured detector; its row shows the same figures."""
+    """docs/signals.md's table names each measured detector; its row shows the same held-out
+    figures the report prints."""
     text = (ROOT / "docs" / "signals.md").read_text(encoding="utf-8")
-    for name, shown in validity.MEASURED.items():
+    for name in validity.DETECTORS:
+        shown = standing(name).shown
         (row,) = [
             line for line in text.splitlines() if line.startswith("|") and f"`{name}`" in line
         ]
         cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert cells[-2:] == [f"{shown['precision']:.2f}", f"{shown['recall']:.2f}"], name
+        assert cells[-2:] == [f"{shown.precision:.2f}", f"{shown.recall:.2f}"], name
 
 
 async def test_where_the_config_asks_the_judge_confirms_each_revelation_with_a_quote(tmp_path):
@@ -322,7 +317,7 @@ async def test_the_monitor_catches_giving_in_that_no_phrase_or_shape_lists(tmp_p
         assert events == []
         return
     assert events and events[0].pattern == f"capitulation:{said}"
-    assert "reads as" in events[0].detail
+    assert "gives in by meaning" in events[0].detail and "learned check" in events[0].detail
     calls = [c for c in models["persona"].calls if turn_of(c) == 3]
     assert len(calls) == 3 and "gave in to the other person" in calls[1].messages[-1].content
 

@@ -1,19 +1,16 @@
-"""How often the debate's detectors are right, as last measured: read from one file.
+"""How often the debate's detectors are right, as last measured, in the words its report uses.
 
-``benchmarks/validity_debate.py --embedded --write`` runs each detector over its labelled set
-(``tests/data/validity/debate_*.jsonl``: positives and near misses written for the purpose)
-and writes ``validity.json`` next to this module, with the date it was measured; the debate
-report quotes it wherever it shows a detector's verdict, so a reader can weigh the verdict by
-its measured error, and ``tests/test_debate_validity.py`` fails when the file no longer
-matches what the benchmark measures. Nothing else holds these figures.
+The figures themselves live in :mod:`loom_sim.validity` (one file for every system, written by
+``benchmarks/bench_validity.py --write``); this module names the debate's four detectors and
+says each one's figures as a report sentence: the held-out (test) figures where the detector
+has a held-out set, and plainly "a weak signal" where those fall below the bar.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cache
-from importlib.resources import files
+
+from loom_sim import validity
 
 #: What each detector is, in a report's words.
 LABELS = {
@@ -28,34 +25,28 @@ LABELS = {
 class Figure:
     detector: str
     path: str  # deterministic (TF-IDF similarity, no model) or embedded (MiniLM similarity)
-    n: int  # labelled items
-    precision: float
-    recall: float
+    standing: validity.Standing
+
+    @property
+    def n(self) -> int:
+        shown = self.standing.shown
+        return shown.n if shown else 0
 
     def __str__(self) -> str:
-        return (
-            f"{LABELS.get(self.detector, self.detector)}: precision {self.precision:.2f}, "
-            f"recall {self.recall:.2f} on {self.n} labelled cases"
-        )
+        return f"{LABELS.get(self.detector, self.detector)}: {self.standing.sentence()}"
 
 
 @dataclass(frozen=True)
 class Measured:
     date: str
-    figures: tuple[Figure, ...]
 
     def get(self, detector: str, path: str = "deterministic") -> Figure | None:
-        found = [f for f in self.figures if f.detector == detector]
-        return next((f for f in found if f.path == path), found[0] if found else None)
+        found = validity.standing(detector, path)
+        if found.shown is None and path != "deterministic":
+            found = validity.standing(detector)
+            path = "deterministic"
+        return Figure(detector, path, found) if found.shown is not None else None
 
 
-@cache
 def measured() -> Measured:
-    data = json.loads(files("loom_sim.debate").joinpath("validity.json").read_text("utf-8"))
-    return Measured(
-        data["measured"],
-        tuple(
-            Figure(r["detector"], r["path"], r["n"], r["precision"], r["recall"])
-            for r in data["rows"]
-        ),
-    )
+    return Measured(validity.measured().date)

@@ -30,20 +30,37 @@ DEFAULT_FAILURE_PATTERN = (
     r"|binder|catalog|conversion)[ \t]+){0,2}error"
     r"(?:[ \t]*[:(\[]|[ \t]+\d|[ \t]+(?:at|near)[ \t]|[ \t]*$)"
     r"|exception[ \t]+in[ \t]+thread\b"
-    # SyntaxError:, NameError:, ReferenceError:, java.io.IOException: (capitalised, as raised)
-    r"|(?-i:[\w.]*(?:Error|Exception))[ \t]*:"
+    # SyntaxError:, NameError:, ReferenceError:, java.io.IOException: (capitalised, as raised),
+    # node's AssertionError [ERR_ASSERTION]:
+    r"|(?-i:[\w.]*(?:Error|Exception))(?:[ \t]*\[[\w.]+\])?[ \t]*:"
     r"|(?:unknown|unrecognized|unrecognised|invalid|illegal)[ \t]+"
-    r"(?:command|option|statement|character|argument|syntax)\b"
+    r"(?:command|option|statement|character|argument|syntax|division)\b"
     r"|command[ \t]+not[ \t]+found\b"
     r"|\(error\)"  # redis-cli
-    r"|no[ \t]+such[ \t]+file[ \t]+or[ \t]+directory\b"
+    r"|no[ \t]+such[ \t]+(?:file|process|table|column|device|host|user|command|option|key"
+    r"|relation|remote|branch|directory)\b"
+    r"|\[errno[ \t]+\d+\]"  # Python's OSError text
     r"|permission[ \t]+denied\b"
     # a line that is only the shell's word for a killed program
     r"|(?:killed|aborted|terminated)(?:[ \t]*\(core[ \t]+dumped\))?[ \t]*$"
-    r"|cannot[ \t]+(?:access|open|stat)[ \t]"
+    r"|can(?:no|')t[ \t]+(?:access|open|stat|read|find|create|write|remove|execute)\b"
+    r"|(?:failed|unable)[ \t]+to[ \t]+\w"
+    r"|[\w()]+[ \t]+not[ \t]+found\b"  # "Package(s) not found", "Module not found"
+    r"|division[ \t]+by[ \t]+(?:zero|0)\b"
     r"|traceback[ \t]+\(most[ \t]+recent[ \t]+call[ \t]+last\)"
     r"|(?:fatal|panic)[ \t]*:"
     r"|segmentation[ \t]+fault\b"
+    # an HTTP reply's status line with a client or server error (curl -i, httpie)
+    r"|http/\d(?:\.\d)?[ \t]+[45]\d\d\b"
+    r"|curl:[ \t]*\(\d+\)"  # curl's own failures: `curl: (6) Could not resolve host`
+    # make: `*** No rule to make target`, `*** missing separator.  Stop.`, `*** [all] Error 2`
+    r"|no[ \t]+rule[ \t]+to[ \t]+make[ \t]+target\b"
+    r"|\*\*\*.*\bstop\.[ \t]*$"
+    r"|\*\*\*[ \t]+\[[^\]]*\][ \t]+error[ \t]+\d"
+    r"|npm[ \t]+(?:err!|error)[ \t]"  # npm 6-8 and npm 9+
+    r"|[✖✗✘][ \t]+\S"  # a failed test in node's, mocha's and jest's runners
+    # perl's die and warn: `... at -e line 1.`, `... at (eval 11)[perl5db.pl:742] line 2.`
+    r"|.*[ \t]at[ \t]+(?:\(eval[ \t]+\d+\))?\S*[ \t]+line[ \t]+\d+\.[ \t]*$"
     r")"
 )
 

@@ -40,12 +40,9 @@ from loom_sim.config.spec import StagnationDetectionSpec
 from loom_sim.signals.embedding import Backend
 from loom_sim.signals.similarity import mean_pairwise, rowwise
 
-#: A candidate continues the loop when its mean similarity to the persona's messages in the
-#: window reaches either of these (measured on tests/data/validity/loom_loop.jsonl with
-#: benchmarks/validity_loom.py; docs/signals.md). TF-IDF is computed whatever the backend: a
-#: loop repeats its words, which word overlap sees best; the embedding catches a loop in new
-#: words.
-REPEAT_EMBEDDING = 0.70
+#: Without embeddings, a candidate continues the loop when its mean TF-IDF similarity to the
+#: persona's messages in the window reaches this (benchmarks/validity_loom.py measures it as
+#: ``loop_after_redirect[fallback]``; docs/validity.md). With them the learned check decides.
 REPEAT_TFIDF = 0.10
 
 
@@ -55,7 +52,7 @@ class Repeat:
 
     value: float
     threshold: float
-    backend: str  # which similarity decided: "embedding" or "tfidf"
+    backend: str  # what decided: "learned" (the check over MiniLM features) or "tfidf"
     values: dict[str, float]
     compared: int = 0  # how many earlier messages the candidate was compared with
 
@@ -63,9 +60,13 @@ class Repeat:
 def loop_repeat(
     earlier: list[str], candidate: str, vectors: np.ndarray | None = None
 ) -> Repeat | None:
-    """Whether ``candidate`` continues the loop the persona's ``earlier`` messages make: its
-    mean TF-IDF similarity to them (fitted on these texts) or, given unit ``vectors`` (one row
-    per earlier message, then the candidate's), its mean embedding similarity."""
+    """Whether ``candidate`` continues the loop the persona's ``earlier`` messages make.
+
+    Given unit ``vectors`` (one row per earlier message, then the candidate's), the learned
+    loop check decides (:mod:`loom_sim.signals.learned.loop`: how close the candidate is to
+    the loop beside how close the loop is to itself, and what it adds), reported as its
+    probability against its threshold. Without them — no embedding model — its mean TF-IDF
+    similarity to them (fitted on these texts) against :data:`REPEAT_TFIDF`."""
     if not earlier:
         return None
     from loom_sim.signals.embedding import TfidfBackend
@@ -73,9 +74,15 @@ def loop_repeat(
     tf = TfidfBackend().vectors([*earlier, candidate])
     values = {"tfidf": float(np.clip((tf[:-1] @ tf[-1]).mean(), -1.0, 1.0))}
     if vectors is not None:
+        from loom_sim.signals.learned import check, loop
+
         values["embedding"] = float(np.clip((vectors[:-1] @ vectors[-1]).mean(), -1.0, 1.0))
-        if values["embedding"] >= REPEAT_EMBEDDING:
-            return Repeat(values["embedding"], REPEAT_EMBEDDING, "embedding", values, len(earlier))
+        learned = check("loop")
+        repeats, p = learned.decide(loop.features(earlier, candidate, vectors))
+        values["learned"] = round(p, 4)
+        if repeats:
+            return Repeat(p, learned.threshold, "learned", values, len(earlier))
+        return None
     if values["tfidf"] >= REPEAT_TFIDF:
         return Repeat(values["tfidf"], REPEAT_TFIDF, "tfidf", values, len(earlier))
     return None

@@ -11,15 +11,32 @@ from __future__ import annotations
 
 from loom_sim.harness.targets.base import Exchange
 
-#: A line that is only a continuation prompt: sqlite3's `   ...> `, Python's and node's `... `,
-#: IPython's `   ...: `,
-#: psql's `db-> `, `db'> `, `db(> `, `db-# `, mysql's `    -> `, `    '> `, R's `+ `, ghci's
-#: `ghci| `, irb's `irb(main):002:1* `, duckdb's `‣ `. Prompts end in one space; a line of
-#: output (`Loading...`, `a -> b`) does not match. The main prompt is checked first.
+#: A line that is only a continuation prompt: sqlite3's `   ...> `, Python's and node's `... `
+#: (auto-indented: `...     `), IPython's `   ...: `, psql's `db-> `, `db'> `, `db(> `, `db-# `
+#: and in a transaction `db-*> `, `db-!# `, mysql's `    -> `, `    '> `, R's `+ `, ghci's
+#: `ghci| `, irb's `irb(main):002:1* `, duckdb's `‣ `. Prompts end in a space; a line of output
+#: (`Loading...`, `a -> b`) does not match. The main prompt is checked first.
 DEFAULT_CONTINUATION = (
-    r"^[ \t]*(?:\.\.\.[>:]?|\w*[-'\"(`$*][>#]|->|/\*>|\+|\w+\||‣"
-    r"|irb\([^)]*\):\d+:\d+[*\"'`]) $"
+    r"^[ \t]*(?:\.\.\.[>:]?[ ]+|(?:\w*[-'\"(`$*][*!]?[>#]|->|/\*>|\+|\w+\||‣"
+    r"|irb\([^)]*\):\d+:\d+[*\"'`]) )$"
 )
+
+#: What a program's continuation prompt is where no other program's could be mistaken for it,
+#: by the program's name: a shell's `> ` (PS2) is node's main prompt, so it is a continuation
+#: only for a shell; the perl debugger's `  cont: `; gdb's ` >` in a command block.
+PROGRAM_CONTINUATION = {
+    **dict.fromkeys(("bash", "sh", "dash", "zsh", "ksh", "mksh", "ash"), r"^> $"),
+    "perl": r"^[ \t]*cont: $",
+    "gdb": r"^[ \t]*>$",
+}
+
+
+def continuation_for(program: str) -> str:
+    """The default continuation pattern for ``program`` (a path or a name): the general one,
+    and the program's own where :data:`PROGRAM_CONTINUATION` knows it."""
+    name = program.replace("\\", "/").rsplit("/", 1)[-1]
+    own = PROGRAM_CONTINUATION.get(name)
+    return f"(?:{DEFAULT_CONTINUATION})|(?:{own})" if own else DEFAULT_CONTINUATION
 
 
 def after_reset(reply: Exchange, after: Exchange, reset: str) -> Exchange:

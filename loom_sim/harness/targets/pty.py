@@ -47,7 +47,11 @@ from pydantic import Field, field_validator
 
 from loom_sim.core.text import printable
 from loom_sim.harness.targets.base import AdapterContext, Exchange, TargetFatal
-from loom_sim.harness.targets.continuation import DEFAULT_CONTINUATION, after_reset
+from loom_sim.harness.targets.continuation import (
+    DEFAULT_CONTINUATION,
+    after_reset,
+    continuation_for,
+)
 from loom_sim.harness.targets.group import stop_group
 from loom_sim.harness.targets.terminal import CastRecorder, Decoder, clean
 from loom_sim.plugins.adapters import TargetSettings, adapter, check_regex
@@ -79,7 +83,8 @@ class PtySettings(TargetSettings):
         description="A regular expression the line the program waits on matches when it is "
         "waiting for the rest of a statement (sqlite3's `   ...> `); the reply ends there and "
         "says so. The default covers sqlite3, Python, IPython, node, psql, mysql, R, ghci, irb "
-        "and duckdb; null: none.",
+        "and duckdb, and a shell's, the perl debugger's and gdb's when the command is one of "
+        "them; null: none.",
     )
     continuation_reset: str | None = Field(
         None,
@@ -156,6 +161,8 @@ class PtyAdapter:
         self.cwd = context.fill(settings.cwd) if settings.cwd else str(context.workdir)
         self._prompt = re.compile(settings.prompt) if settings.prompt else None
         more = settings.continuation_prompt
+        if more == DEFAULT_CONTINUATION:  # the default, with the program's own prompt
+            more = continuation_for(self.argv[0])
         self._continuation = re.compile(more) if more else None
         self._screen = pyte.Screen(settings.cols, settings.rows)
         self._stream = pyte.Stream(self._screen)

@@ -24,6 +24,7 @@ from typing import Any
 
 from loom_sim.rollout.monitors import validity
 from loom_sim.rollout.monitors.capitulation import CapitulationCheck
+from loom_sim.signals.learned import UNCERTAIN
 from loom_sim.store.records import TurnRecord
 from loom_sim.store.turn_parts import LOOP_CHECK
 
@@ -154,12 +155,22 @@ def loops_after_redirect(records: list[TurnRecord]) -> list[dict[str, Any]]:
         checks = [e for e in record.monitor_events if e.monitor == LOOP_CHECK]
         if checks or record.sent_despite_redirect:
             last = checks[-1].values if checks else {}
+            value, threshold = last.get("value"), last.get("threshold")
+            learned = "learned" in last  # the learned check's probability decided
             found.append(
                 {
                     "turn": record.turn,
                     "escalations": len(checks),
-                    "similarity": last.get("value"),
-                    "threshold": last.get("threshold"),
+                    "similarity": value,
+                    "threshold": threshold,
+                    "measure": "probability" if learned else "similarity",
+                    # a verdict this close to its threshold could have gone the other way
+                    "uncertain": bool(
+                        learned
+                        and value is not None
+                        and threshold is not None
+                        and abs(value - threshold) < UNCERTAIN
+                    ),
                     "sent_despite_redirect": record.sent_despite_redirect,
                 }
             )

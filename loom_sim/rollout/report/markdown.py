@@ -350,8 +350,10 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
         for loop in c.get("loops_after_redirect", []):
             text = (
                 f"- loop after redirect, turn {shown(loop['turn'])}: still looping "
-                f"(similarity {fmt(loop['similarity'])} ≥ {fmt(loop['threshold'])}), "
-                f"{plural(loop['escalations'], 'escalation')}; "
+                f"({loop.get('measure', 'similarity')} {fmt(loop['similarity'])} ≥ "
+                f"{fmt(loop['threshold'])}"
+                + (", uncertain: near the threshold" if loop.get("uncertain") else "")
+                + f"), {plural(loop['escalations'], 'escalation')}; "
             )
             sent = loop["sent_despite_redirect"]
             lines.append(text + ("**sent despite redirect** (flagged)" if sent else "fixed"))
@@ -390,14 +392,25 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
     return lines if len(lines) > 5 else []
 
 
+#: A revelation whose score is within this of its threshold is reported as uncertain. On the
+#: dev items (docs/validity.md), finds scoring 0.43-0.46 were right 58 % of the time (11 of 19),
+#: 0.46-0.50 79 % (11 of 14), 0.50 and above 92 % (46 of 50).
+NEAR_SIMILARITY = 0.07
+
+
 def _evidence(evidence: dict[str, Any] | None) -> str:
     """Why a revelation counts as made: the sentence, the variant, how close."""
     if not evidence:
         return "–"
     how = "similarity" if evidence["method"] == "embedding" else "share of its words"
+    near = (
+        evidence["method"] == "embedding"
+        and evidence.get("threshold")
+        and evidence["similarity"] - evidence["threshold"] < NEAR_SIMILARITY
+    )
     return (
         f"“{_md(evidence['sentence'])}” ({evidence['variant']}, {how} "
-        f"{fmt(evidence['similarity'])})"
+        f"{fmt(evidence['similarity'])}" + (", uncertain: near the threshold" if near else "") + ")"
     )
 
 

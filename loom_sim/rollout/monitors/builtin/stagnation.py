@@ -141,9 +141,14 @@ class LoopMonitor(Monitor):
             pattern=LOOP_AFTER_REDIRECT,
             action="escalated",
             attempt=draft.attempt,
-            detail=f"still loops after the redirect of turn {signals.last_trigger}: mean "
-            f"similarity {repeat.value:.3f} >= {repeat.threshold:g} ({repeat.backend}) to the "
-            f"last {repeat.compared} messages; escalation {level}, offering "
+            detail=f"still loops after the redirect of turn {signals.last_trigger}: "
+            + (
+                f"loop probability {repeat.value:.3f} >= {repeat.threshold:g} (the learned check)"
+                if repeat.backend == "learned"
+                else f"mean similarity {repeat.value:.3f} >= {repeat.threshold:g} "
+                f"({repeat.backend})"
+            )
+            + f" against the last {repeat.compared} messages; escalation {level}, offering "
             + (f"revelation {topic!r}" if topic else "no unused revelation (none left)"),
             values={
                 "value": round(repeat.value, 4),

@@ -1,0 +1,81 @@
+"""Checks learned from labelled examples: a logistic regression over features a detector
+computes (similarities from the run's MiniLM embeddings, word overlap, the embedding itself).
+
+Why: word lists and one similarity threshold catch what their authors thought of. Measured on
+text they never saw, they missed most paraphrase, hedging and reported speech. A small linear
+model over the same signals, fitted on labelled dev items, weighs them together and
+generalises better — and stays cheap, deterministic and readable: a check here is a JSON file
+of feature names, their scaling, weights and a threshold, applied with numpy alone (no
+scikit-learn at run time).
+
+Each file is written by ``scripts/train_checks.py``, which fits it on the **dev** items only
+(``benchmarks/_validity.py`` says which), and records what it was trained on (its data card:
+the sets, counts, the cross-validated score on dev, the date and library versions). The held-
+out figures that reports quote come from ``benchmarks/bench_validity.py``, never from here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LearnedCheck", "check"]
+
+
+@dataclass(frozen=True)
+class LearnedCheck:
+    """A fitted logistic regression: ``p = sigmoid(((x - mean) / scale) · coef + intercept)``,
+    positive at ``p >= threshold``."""
+
+    name: str
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    threshold: float
+    card: dict[str, Any]
+
+    def probability(self, x: np.ndarray) -> float:
+        if x.shape != self.mean.shape:
+            raise ValueError(f"{self.name} expects {self.mean.shape[0]} features, got {x.shape}")
+        z = float(((x - self.mean) / self.scale) @ self.coef) + self.intercept
+        if not math.isfinite(z):
+            raise ValueError(f"{self.name}: features give no finite score: {x!r}")
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def decide(self, x: np.ndarray) -> tuple[bool, float]:
+        """(positive, probability) for one feature vector."""
+        p = self.probability(x)
+        return p >= self.threshold, p
+
+    def margin(self, p: float) -> float:
+        """How far ``p`` is from the threshold: findings within
+        :data:`UNCERTAIN` of it are reported as uncertain."""
+        return abs(p - self.threshold)
+
+
+#: A finding whose probability is within this of its check's threshold is "uncertain".
+UNCERTAIN = 0.15
+
+
+@cache
+def check(name: str) -> LearnedCheck:
+    """The shipped check ``name`` (``loop``, ``capitulation``…)."""
+    data = json.loads(files("loom_sim.signals.learned").joinpath(f"{name}.json").read_text())
+    return LearnedCheck(
+        name=name,
+        features=tuple(data["features"]),
+        mean=np.asarray(data["mean"], dtype=np.float64),
+        scale=np.asarray(data["scale"], dtype=np.float64),
+        coef=np.asarray(data["coef"], dtype=np.float64),
+        intercept=float(data["intercept"]),
+        threshold=float(data["threshold"]),
+        card=data["card"],
+    )

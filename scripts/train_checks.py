@@ -1,0 +1,176 @@
+"""Fit the learned checks (loom_sim/signals/learned/*.json) on dev items only.
+
+    .venv/bin/python scripts/train_checks.py            # every check
+    .venv/bin/python scripts/train_checks.py loop       # one
+
+Each check is a logistic regression (scikit-learn) over the features its module computes from
+the run's MiniLM embeddings. It is fitted on the **dev** split of its labelled items (the sets
+the detectors' authors wrote, and the dev half of the blind sets: benchmarks/_validity.py);
+the test half is never read here. The regularisation strength and the threshold are chosen by
+5-fold cross-validation on dev: the threshold with the best F0.5 over the out-of-fold
+probabilities (precision weighs twice recall, since a finding rejects a persona's draft and a
+false one costs a call and a needless rewrite), ties going to the one nearest 0.5. The file
+records its data card: the sets, the counts, the cross-validated figures, the date and versions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import _validity  # noqa: E402
+
+OUT = ROOT / "loom_sim" / "signals" / "learned"
+
+
+@dataclass(frozen=True)
+class Spec:
+    sets: tuple[str, ...]  # authors' and blind set names
+    features: tuple[str, ...]
+    rows: Callable[[Any, list[dict[str, Any]]], tuple[np.ndarray, np.ndarray]]
+
+
+def _loop_rows(backend, items):
+    from loom_sim.signals.learned import loop
+
+    x, y = [], []
+    for item in items:
+        vectors = backend.vectors([*item["window"], item["candidate"]])
+        x.append(loop.features(item["window"], item["candidate"], vectors))
+        y.append(bool(item["label"]))
+    return np.array(x), np.array(y)
+
+
+def _capitulation_rows(backend, items):
+    from loom_sim.config import load_config
+    from loom_sim.rollout.monitors.capitulation import CapitulationCheck
+    from loom_sim.signals.learned import capitulation
+
+    config = load_config(ROOT / "configs" / "examples" / "mania_patient.yaml")
+    words = CapitulationCheck(config.interaction.anti_capitulation.forbidden_phrases)
+    vectors = backend.vectors([item["text"] for item in items])
+    x = [
+        capitulation.features(vector, bool(words.found(item["text"])))
+        for vector, item in zip(vectors, items, strict=True)
+    ]
+    return np.array(x), np.array([bool(item["label"]) for item in items])
+
+
+def _specs() -> dict[str, Spec]:
+    from loom_sim.signals.learned import capitulation, loop
+
+    return {
+        "loop": Spec(("loom_loop", "loom_loop_heldout"), loop.FEATURES, _loop_rows),
+        "capitulation": Spec(
+            ("loom_capitulation", "loom_capitulation_heldout", "loom_capitulation_real"),
+            capitulation.FEATURES,
+            _capitulation_rows,
+        ),
+    }
+
+
+def _dev(sets: tuple[str, ...]) -> list[dict[str, Any]]:
+    items = []
+    for name in sets:
+        items += _validity.authors(name)
+        items += [i for i in _validity.blind(name) if i["split"] == _validity.DEV]
+    return items
+
+
+BETA = 0.5  # precision counts twice as much as recall: a check's finding rejects a draft
+
+
+def _f_beta(p: np.ndarray, y: np.ndarray, threshold: float) -> tuple[float, float, float]:
+    got = p >= threshold
+    tp = float(np.sum(got & y))
+    precision = tp / max(1.0, float(np.sum(got)))
+    recall = tp / max(1.0, float(np.sum(y)))
+    b2 = BETA * BETA
+    f = (1 + b2) * precision * recall / (b2 * precision + recall) if precision + recall else 0.0
+    return f, precision, recall
+
+
+def _g(value: float) -> float:
+    """Seven significant digits: small in the file, exact enough to give the same verdicts."""
+    return float(f"{float(value):.7g}")
+
+
+def fit(name: str, spec: Spec, backend) -> dict[str, Any]:
+    import sklearn
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    items = _dev(spec.sets)
+    x, y = spec.rows(backend, items)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-6] = 1.0  # a feature that does not vary: leave it unscaled
+    z = (x - mean) / scale
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    best = None
+    for c in (0.03, 0.1, 0.3, 1.0, 3.0):
+        model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
+        p = cross_val_predict(model, z, y, cv=folds, method="predict_proba")[:, 1]
+        for threshold in np.arange(0.30, 0.91, 0.05):
+            f, precision, recall = _f_beta(p, y, float(threshold))
+            key = (round(f, 4), -abs(threshold - 0.5))
+            if best is None or key > best[0]:
+                best = (key, c, float(threshold), precision, recall)
+    assert best is not None
+    _, c, threshold, precision, recall = best
+    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000).fit(z, y)
+    return {
+        "features": list(spec.features),
+        "mean": [_g(v) for v in mean],
+        "scale": [_g(v) for v in scale],
+        "coef": [_g(v) for v in model.coef_[0]],
+        "intercept": _g(model.intercept_[0]),
+        "threshold": round(threshold, 2),
+        "card": {
+            "trained_on": "dev split only: "
+            + ", ".join(f"{s} (authors' set, blind dev half)" for s in spec.sets),
+            "n": len(y),
+            "positives": int(y.sum()),
+            "model": f"logistic regression, C={c}, balanced classes, standardised features",
+            "cross_validated_on_dev": {
+                "folds": 5,
+                "precision": round(precision, 3),
+                "recall": round(recall, 3),
+            },
+            "trained": datetime.datetime.now(datetime.UTC).date().isoformat(),
+            "scikit_learn": sklearn.__version__,
+            "script": "scripts/train_checks.py",
+        },
+    }
+
+
+def main(argv: list[str]) -> None:
+    from loom_sim.signals.embedding import load_backend
+
+    backend = load_backend("embedding")
+    if backend.name != "embedding":
+        raise SystemExit("the embedding model could not be loaded: the checks read MiniLM")
+    specs = _specs()
+    for name in argv or list(specs):
+        data = fit(name, specs[name], backend)
+        (OUT / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        card = data["card"]
+        print(
+            f"{name}: n={card['n']} positives={card['positives']} threshold={data['threshold']} "
+            f"cv precision {card['cross_validated_on_dev']['precision']:.2f} "
+            f"recall {card['cross_validated_on_dev']['recall']:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
