@@ -35,6 +35,8 @@ DATA = ROOT / "tests" / "data" / "validity"
 CONFIGS = ROOT / "configs" / "examples"
 CONFIG = CONFIGS / "mania_patient.yaml"  # its phrases: capitulation
 EMBEDDED_MODEL = "local/smollm2"
+#: The rows measured on real transcripts, present only where ../shared/data is
+REAL = "{}[real transcripts]"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _validity import authors, blind, rows_by_split, short  # noqa: E402
@@ -51,14 +53,16 @@ def _embedding():
 
 def items(name: str) -> list[dict[str, Any]]:
     """The labelled items of ``loom_<name>``, each with its split: the authors' sets (dev: the
-    first set and the one written after its thresholds were set) and the blind sets (half dev,
-    half test), the real persona turns among them where ``../shared/data`` has them."""
-    return [
-        *authors(f"loom_{name}"),
-        *authors(f"loom_{name}_heldout"),
-        *blind(f"loom_{name}"),
-        *blind(f"loom_{name}_real"),
-    ]
+    first set and the one written after its thresholds were set) and the blind set (half dev,
+    half test)."""
+    return [*authors(f"loom_{name}"), *authors(f"loom_{name}_heldout"), *blind(f"loom_{name}")]
+
+
+def real(name: str) -> list[dict[str, Any]]:
+    """The labelled real persona turns of ``loom_<name>_real`` (psychosis-bench and
+    Spiral-Bench transcripts, read from ``../shared/data``): measured as their own rows, since
+    a checkout without that data has none of them."""
+    return blind(f"loom_{name}_real")
 
 
 def _loops(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
@@ -154,14 +158,9 @@ def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[s
     phrases = config.interaction.anti_capitulation.forbidden_phrases
     words, literal = CapitulationCheck(phrases), CapitulationCheck(phrases, concessions=False)
     learned = check("capitulation")
-    every = items("capitulation")
-    vectors = dict(
-        zip(
-            (row["text"] for row in every),
-            backend.vectors([row["text"] for row in every]),
-            strict=False,
-        )
-    )
+    every, transcripts = items("capitulation"), real("capitulation")
+    texts = [row["text"] for row in [*every, *transcripts]]
+    vectors = dict(zip(texts, backend.vectors(texts), strict=True))
 
     def meant(row) -> bool:  # the learned check, as the runtime monitor asks it
         return learned.decide(capitulation.features(vectors[row["text"]], False))[0]
@@ -189,6 +188,7 @@ def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[s
             every,
             lambda row: [(meant(row), row["label"])],
         ),
+        *rows_by_split(REAL.format("capitulation"), "deterministic", transcripts, both),
     ]
     if confirm is not None:
 

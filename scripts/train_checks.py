@@ -6,11 +6,15 @@
 Each check is a logistic regression (scikit-learn) over the features its module computes from
 the run's MiniLM embeddings. It is fitted on the **dev** split of its labelled items (the sets
 the detectors' authors wrote, and the dev half of the blind sets: benchmarks/_validity.py);
-the test half is never read here. The regularisation strength and the threshold are chosen by
-5-fold cross-validation on dev: the threshold with the best F0.5 over the out-of-fold
-probabilities (precision weighs twice recall, since a finding rejects a persona's draft and a
-false one costs a call and a needless rewrite), ties going to the one nearest 0.5. The file
-records its data card: the sets, the counts, the cross-validated figures, the date and versions.
+the test half is never read here. The capitulation check also learns from the dev half of
+real persona turns in the psychosis-bench and Spiral-Bench transcripts, read from
+../shared/data: retraining it without that data gives a different (if similar) check.
+
+The regularisation strength and the threshold are chosen by 5-fold cross-validation on
+dev: the threshold with the best F0.5 over the out-of-fold probabilities (precision weighs
+twice recall, since a finding rejects a persona's draft and a false one costs a call and a
+needless rewrite), ties going to the one nearest 0.5. The file records its data card: the
+sets, the counts, the cross-validated figures, the date and versions.
 """
 
 from __future__ import annotations
