@@ -151,21 +151,26 @@ def _revelations(backend, confirm: Callable[[str], bool] | None) -> list[dict[st
 
 def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[str, Any]]:
     from loom_sim.config import load_config
+    from loom_sim.rollout.monitors import concession
     from loom_sim.rollout.monitors.capitulation import CapitulationCheck
-    from loom_sim.signals.learned import capitulation, check
 
     config = load_config(CONFIG)
     phrases = config.interaction.anti_capitulation.forbidden_phrases
     words, literal = CapitulationCheck(phrases), CapitulationCheck(phrases, concessions=False)
-    learned = check("capitulation")
+    references = concession.exemplars(phrases)
+    reference_vectors = backend.vectors(references)
     every, transcripts = items("capitulation"), real("capitulation")
-    texts = [row["text"] for row in [*every, *transcripts]]
-    vectors = dict(zip(texts, backend.vectors(texts), strict=True))
 
-    def meant(row) -> bool:  # the learned check, as the runtime monitor asks it
-        return learned.decide(capitulation.features(vectors[row["text"]], False))[0]
+    def meant(row) -> bool:  # the match by meaning the runtime monitor adds
+        pieces = concession.clauses(row["text"])
+        return bool(
+            pieces
+            and concession.by_meaning(
+                pieces, backend.vectors(pieces), references, reference_vectors
+            )
+        )
 
-    def both(row):  # the runtime monitor: the words' check, else the learned check
+    def both(row):  # the runtime monitor: the words' check, else the match by meaning
         return [(bool(words.found(row["text"])) or meant(row), row["label"])]
 
     figures = [
@@ -183,7 +188,7 @@ def _capitulation(backend, confirm: Callable[[str], bool] | None) -> list[dict[s
             lambda row: [(bool(literal.found(row["text"])), row["label"])],
         ),
         *rows_by_split(
-            "capitulation[learned only]",
+            "capitulation[embedding only]",
             "deterministic",
             every,
             lambda row: [(meant(row), row["label"])],

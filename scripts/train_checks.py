@@ -6,9 +6,7 @@
 Each check is a logistic regression (scikit-learn) over the features its module computes from
 the run's MiniLM embeddings. It is fitted on the **dev** split of its labelled items (the sets
 the detectors' authors wrote, and the dev half of the blind sets: benchmarks/_validity.py);
-the test half is never read here. The capitulation check also learns from the dev half of
-real persona turns in the psychosis-bench and Spiral-Bench transcripts, read from
-../shared/data: retraining it without that data gives a different (if similar) check.
+the test half is never read here.
 
 The regularisation strength and the threshold are chosen by 5-fold cross-validation on
 dev: the threshold with the best F0.5 over the out-of-fold probabilities (precision weighs
@@ -56,31 +54,11 @@ def _loop_rows(backend, items):
     return np.array(x), np.array(y)
 
 
-def _capitulation_rows(backend, items):
-    from loom_sim.config import load_config
-    from loom_sim.rollout.monitors.capitulation import CapitulationCheck
-    from loom_sim.signals.learned import capitulation
-
-    config = load_config(ROOT / "configs" / "examples" / "mania_patient.yaml")
-    words = CapitulationCheck(config.interaction.anti_capitulation.forbidden_phrases)
-    vectors = backend.vectors([item["text"] for item in items])
-    x = [
-        capitulation.features(vector, bool(words.found(item["text"])))
-        for vector, item in zip(vectors, items, strict=True)
-    ]
-    return np.array(x), np.array([bool(item["label"]) for item in items])
-
-
 def _specs() -> dict[str, Spec]:
-    from loom_sim.signals.learned import capitulation, loop
+    from loom_sim.signals.learned import loop
 
     return {
         "loop": Spec(("loom_loop", "loom_loop_heldout"), loop.FEATURES, _loop_rows),
-        "capitulation": Spec(
-            ("loom_capitulation", "loom_capitulation_heldout", "loom_capitulation_real"),
-            capitulation.FEATURES,
-            _capitulation_rows,
-        ),
     }
 
 

@@ -102,7 +102,7 @@ async def test_a_server_that_closes_without_answering_is_a_protocol_error():
 
 async def test_a_reply_cut_off_mid_body_is_a_protocol_error():
     with pytest.raises(httpx.RemoteProtocolError):
-        await _against(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"partial\":")
+        await _against(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"partial":')
 
 
 async def test_an_error_reply_keeps_its_headers_and_a_closing_server_ends_reuse():

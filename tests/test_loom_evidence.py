@@ -317,7 +317,7 @@ async def test_the_monitor_catches_giving_in_that_no_phrase_or_shape_lists(tmp_p
         assert events == []
         return
     assert events and events[0].pattern == f"capitulation:{said}"
-    assert "gives in by meaning" in events[0].detail and "learned check" in events[0].detail
+    assert "reads as" in events[0].detail
     calls = [c for c in models["persona"].calls if turn_of(c) == 3]
     assert len(calls) == 3 and "gave in to the other person" in calls[1].messages[-1].content
 

@@ -13,7 +13,7 @@ service costs a batching window and a model call whatever it holds.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -23,7 +23,7 @@ from loom_sim.judging.rubrics import TRIGGER_SCHEMA, trigger_rubric
 from loom_sim.messages import Judge, WindowTurn
 from loom_sim.models.base import Usage
 from loom_sim.rollout.messages import Observe
-from loom_sim.rollout.monitors import revelations
+from loom_sim.rollout.monitors import concession, revelations
 from loom_sim.rollout.monitors.base import Finding
 from loom_sim.store.turn_parts import RevelationEvidence
 
@@ -44,9 +44,10 @@ def revelation_texts(config: LoomConfig, text: str, made: Collection[str]) -> li
     return [*pieces, *(w for _, _, w in options)] if options and pieces else []
 
 
-def capitulation_texts(text: str) -> list[str]:
-    """What :func:`gave_in` asks vectors for: the message itself."""
-    return [text] if text.strip() else []
+def capitulation_texts(phrases: Sequence[str], text: str) -> list[str]:
+    """What :func:`gave_in` asks vectors for: the clauses of ``text`` and the references."""
+    pieces = concession.clauses(text)
+    return [*pieces, *concession.exemplars(phrases)] if pieces else []
 
 
 async def revealed(
@@ -101,30 +102,14 @@ async def confirmed(
     return kept, usage
 
 
-async def gave_in(vectors: Vectors, text: str, words_found: bool = False) -> list[Finding]:
-    """Capitulation by meaning: the learned check over the message's embedding
-    (:mod:`loom_sim.signals.learned.capitulation`), beside whether the words' check fired. A
-    finding within :data:`~loom_sim.signals.learned.UNCERTAIN` of the threshold says it is
-    uncertain."""
-    from loom_sim.signals.learned import UNCERTAIN, capitulation, check
-
-    if not text.strip():
+async def gave_in(vectors: Vectors, phrases: Sequence[str], text: str) -> list[Finding]:
+    """Capitulation by meaning (:mod:`loom_sim.rollout.monitors.concession`): the
+    clauses of ``text`` close to a listed phrase or a plain concession."""
+    pieces = concession.clauses(text)
+    if not pieces:
         return []
-    got = await vectors([text])
+    references = concession.exemplars(phrases)
+    got = await vectors([*pieces, *references])
     if got is None:
         return []
-    learned = check("capitulation")
-    gives_in, p = learned.decide(capitulation.features(got[0], words_found))
-    if not gives_in:
-        return []
-    quoted = " ".join(text.split())
-    quoted = quoted if len(quoted) <= 80 else quoted[:79] + "…"
-    near = ", uncertain: near the threshold" if learned.margin(p) < UNCERTAIN else ""
-    return [
-        Finding(
-            f"capitulation:{quoted}",
-            f'gives in by meaning: "{quoted}" (learned check, probability {p:.2f} >= '
-            f"{learned.threshold:g}{near})",
-            "capitulation",
-        )
-    ]
+    return concession.by_meaning(pieces, got[: len(pieces)], references, got[len(pieces) :])

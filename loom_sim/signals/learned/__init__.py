@@ -67,7 +67,7 @@ UNCERTAIN = 0.15
 
 @cache
 def check(name: str) -> LearnedCheck:
-    """The shipped check ``name`` (``loop``, ``capitulation``…)."""
+    """The shipped check ``name`` (``loop``)."""
     data = json.loads(files("loom_sim.signals.learned").joinpath(f"{name}.json").read_text())
     return LearnedCheck(
         name=name,

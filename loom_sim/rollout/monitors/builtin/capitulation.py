@@ -2,10 +2,9 @@
 
 Its settings are ``interaction.anti_capitulation``. The phrases it lists are checked whenever
 the persona is told them (a resistance above ``low``: they are in its MUST DO block then); a
-draft that uses none is checked by meaning too, with the embedding service, for a concession
-in other words (the learned check, :mod:`loom_sim.signals.learned.capitulation`). A draft
-that gives in is asked again with the config's first redirect as an example of holding the
-position.
+draft that uses none is checked by meaning too, with the embedding service, for a concession in
+other words (:mod:`loom_sim.rollout.monitors.concession`). A draft that gives in is asked again
+with the config's first redirect as an example of holding the position.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from loom_sim.config.spec import AntiCapitulationSpec, LoomConfig, ResistanceLev
 from loom_sim.plugins.monitors import monitor
 from loom_sim.rollout.monitors.base import Draft, Finding, Monitor
 from loom_sim.rollout.monitors.capitulation import CapitulationCheck
+from loom_sim.rollout.monitors.concession import exemplars
 from loom_sim.rollout.monitors.meaning import capitulation_texts, gave_in
 
 
@@ -33,10 +33,13 @@ class CapitulationMonitor(Monitor):
         self.phrases = CapitulationCheck(settings.forbidden_phrases if told else ())
         self.redirects = [r.replacement for r in settings.redirects]
 
+    def lasting(self) -> list[str]:
+        return exemplars(self.phrases.phrases)
+
     def wants(self, draft: Draft) -> list[str]:
         phrases = self.phrases.phrases
         if phrases and not self.phrases.found(draft.text):  # decided by meaning, then
-            return capitulation_texts(draft.text)
+            return capitulation_texts(phrases, draft.text)
         return []
 
     async def check(self, draft: Draft) -> list[Finding]:
@@ -48,7 +51,7 @@ class CapitulationMonitor(Monitor):
         vectors = self.context.live_vectors if self.context is not None else None
         if found or not phrases or vectors is None:
             return found
-        return await gave_in(vectors, draft.text)
+        return await gave_in(vectors, phrases, draft.text)
 
     def instruction(self, findings: Sequence[Finding]) -> str:
         """What to do instead: hold the position (the config's first redirect, as an
