@@ -10,8 +10,8 @@ the test half is never read here.
 
 The regularisation strength and the threshold are chosen by 5-fold cross-validation on
 dev: the threshold with the best F0.5 over the out-of-fold probabilities (precision weighs
-twice recall, since a finding rejects a persona's draft and a false one costs a call and a
-needless rewrite), ties going to the one nearest 0.5. The file records its data card: the
+twice recall, since a finding makes the persona rewrite its draft, and a false one costs a
+call and a needless rewrite), ties going to the one nearest 0.5. The file records its data card: the
 sets, the counts, the cross-validated figures, the date and versions.
 """
 
@@ -70,7 +70,7 @@ def _dev(sets: tuple[str, ...]) -> list[dict[str, Any]]:
     return items
 
 
-BETA = 0.5  # precision counts twice as much as recall: a check's finding rejects a draft
+BETA = 0.5  # precision counts twice as much as recall: a finding makes a draft rewritten
 
 
 def _f_beta(p: np.ndarray, y: np.ndarray, threshold: float) -> tuple[float, float, float]:
