@@ -12,7 +12,7 @@ Two kinds of labelled set, and why both:
   who and how): paraphrase, hedging, sarcasm, reported speech, buried key sentences, real
   programs' output captured by running them, and labels given to real persona turns in the
   psychosis-bench and Spiral-Bench transcripts (stored as pointers: those files are read from
-  ``../shared/data`` and never copied here).
+  your copy of that data (:data:`SHARED`) and never copied here).
 
 Each blind item falls in **dev** or **test** by a hash of its content (:func:`split_of`), so
 the split never depends on who looks at it, nor moves when items are added, and an item that
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "validity"
 BLIND = DATA / "blind"
-SHARED = ROOT.parent / "shared" / "data"
+#: Your copy of the psychosis-bench and Spiral-Bench data, laid out as
+#: ``psychosis-bench-2.0/…`` and ``spiral-bench/…``: ``LOOM_SIM_BENCH_DATA``, else a
+#: ``shared/data`` folder beside the checkout. The pointer sets are measured only where it is.
+SHARED = Path(os.environ.get("LOOM_SIM_BENCH_DATA") or ROOT.parent / "shared" / "data")
 
 DEV, TEST = "dev", "test"
 SPLITS = (DEV, TEST)
@@ -75,7 +79,7 @@ def authors(name: str) -> list[dict[str, Any]]:
 
 
 def _resolve(item: dict[str, Any]) -> str | None:
-    """The text a pointer item names in ``../shared/data``, or None where that data is absent."""
+    """The text a pointer item names in :data:`SHARED`, or None where that data is absent."""
     path = SHARED / item["file"]
     if not path.is_file():
         return None
@@ -96,7 +100,7 @@ def _load_shared(path: Path) -> Any:
 
 def blind(name: str, text_key: str = "text") -> list[dict[str, Any]]:
     """The blind set ``name`` with each item's split. A pointer item (``file`` and ``locate``
-    into ``../shared/data``) gets its text read from there, and is left out where that data
+    into :data:`SHARED`) gets its text read from there, and is left out where that data
     is absent (a checkout without it measures on the rest)."""
     path = BLIND / f"{name}.jsonl"
     if not path.exists():

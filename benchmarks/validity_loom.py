@@ -35,7 +35,7 @@ DATA = ROOT / "tests" / "data" / "validity"
 CONFIGS = ROOT / "configs" / "examples"
 CONFIG = CONFIGS / "mania_patient.yaml"  # its phrases: capitulation
 EMBEDDED_MODEL = "local/smollm2"
-#: The rows measured on real transcripts, present only where ../shared/data is
+#: The rows measured on real transcripts, present only where a copy of that data is
 REAL = "{}[real transcripts]"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -60,7 +60,7 @@ def items(name: str) -> list[dict[str, Any]]:
 
 def real(name: str) -> list[dict[str, Any]]:
     """The labelled real persona turns of ``loom_<name>_real`` (psychosis-bench and
-    Spiral-Bench transcripts, read from ``../shared/data``): measured as their own rows, since
+    Spiral-Bench transcripts, read from your copy: ``_validity.SHARED``): as their own rows, since
     a checkout without that data has none of them."""
     return blind(f"loom_{name}_real")
 

@@ -60,7 +60,7 @@ def test_the_shipped_figures_are_the_ones_measured_now(rows):
     shipped = json.loads((ROOT / "loom_sim" / "validity" / "measured.json").read_text("utf-8"))
     kept = {_key(r): r for r in shipped["rows"] if r["path"] == "deterministic"}
     now = {_key(r): r for r in rows if r["path"] == "deterministic"}
-    if not _validity.SHARED.is_dir():  # a checkout without ../shared/data: no real transcripts
+    if not _validity.SHARED.is_dir():  # no copy of the transcripts: no real-transcript rows
         kept = {k: r for k, r in kept.items() if "[real transcripts]" not in k[1]}
     assert set(kept) == set(now), "run: .venv/bin/python benchmarks/bench_validity.py --write"
     for key, row in now.items():

@@ -80,10 +80,10 @@ def _event_types(events: Iterable[dict[str, Any]]) -> set[str]:
     }
 
 
-def _is_event_type(quote: str, evidence: str, match: re.Match[str], events: list) -> bool:
+def _is_event_type(quote: str, evidence: str, match: re.Match[str], types: set[str]) -> bool:
     """A quoted word that is the type of an event the session has, called an event."""
     near = evidence[max(0, match.start() - 12) : match.end() + 12].lower()
-    return "event" in near and quote.strip().lower() in _event_types(events)
+    return "event" in near and quote.strip().lower() in types
 
 
 def support(
@@ -110,10 +110,11 @@ def support(
     files = list(files)
     replies = " " + " ".join(" ".join(_words(t)) for t in transcript[1::2]) + " "
     sent = " " + " ".join(" ".join(_words(t)) for t in transcript[0::2]) + " "
+    types = _event_types(events)
     found: str | None = None
     for match in _QUOTED.finditer(evidence):
         quote = next(g for g in match.groups() if g)
-        if _is_event_type(quote, evidence, match, events):
+        if _is_event_type(quote, evidence, match, types):
             found = found or f"names the {quote.strip().lower()!r} event, which the session has"
             continue
         parts = [_words(p) for p in _ELLIPSIS.split(quote) if p.strip()]
@@ -126,7 +127,6 @@ def support(
             found = found or f"quotes what the user sent: {quote.strip()[:80]!r}"
         else:
             return None  # a misquote
-    types = _event_types(events)
     for match in _NAMED_EVENT.finditer(evidence):
         named = (match.group(1) or match.group(2)).lower()
         if named not in types:

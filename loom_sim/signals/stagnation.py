@@ -78,7 +78,7 @@ def loop_repeat(
 
         values["embedding"] = float(np.clip((vectors[:-1] @ vectors[-1]).mean(), -1.0, 1.0))
         learned = check("loop")
-        repeats, p = learned.decide(loop.features(earlier, candidate, vectors))
+        repeats, p = learned.decide(loop.features(earlier, candidate, vectors, tf))
         values["learned"] = round(p, 4)
         if repeats:
             return Repeat(p, learned.threshold, "learned", values, len(earlier))

@@ -40,10 +40,12 @@ def content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def features(earlier: list[str], candidate: str, vectors: np.ndarray) -> np.ndarray:
+def features(
+    earlier: list[str], candidate: str, vectors: np.ndarray, tfidf: np.ndarray | None = None
+) -> np.ndarray:
     """The feature vector of ``candidate`` after ``earlier``, given unit ``vectors`` (one row
-    per earlier message, then the candidate's)."""
-    from loom_sim.signals.embedding import TfidfBackend
+    per earlier message, then the candidate's) and, where the caller has them, the TF-IDF
+    vectors of the same texts fitted on them (computed here otherwise)."""
 
     window, last = vectors[:-1], vectors[-1]
     sims = window @ last
@@ -54,8 +56,11 @@ def features(earlier: list[str], candidate: str, vectors: np.ndarray) -> np.ndar
         cohesion = float(pairwise[np.triu_indices(len(window), k=1)].mean())
     else:
         cohesion = 1.0
-    tf = TfidfBackend().vectors([*earlier, candidate])
-    tf_sims = tf[:-1] @ tf[-1]
+    if tfidf is None:
+        from loom_sim.signals.embedding import TfidfBackend
+
+        tfidf = TfidfBackend().vectors([*earlier, candidate])
+    tf_sims = tfidf[:-1] @ tfidf[-1]
     used = set().union(*(content_words(t) for t in earlier)) if earlier else set()
     mine = content_words(candidate)
     novel = len(mine - used) / len(mine) if mine else 0.0
