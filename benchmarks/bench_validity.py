@@ -3,6 +3,7 @@ and on held-out test items, with 95 % intervals.
 
     .venv/bin/python benchmarks/bench_validity.py              # deterministic paths
     .venv/bin/python benchmarks/bench_validity.py --embedded   # and the embedded model's
+    .venv/bin/python benchmarks/bench_validity.py --judge local/smollm2   # a judge model's
     .venv/bin/python benchmarks/bench_validity.py --write      # store them for the reports
 
 Each system measures its own detectors in ``benchmarks/validity_<system>.py``, whose
@@ -10,9 +11,11 @@ Each system measures its own detectors in ``benchmarks/validity_<system>.py``, w
 it finds and prints two tables: **dev** (the sets the detectors' authors wrote, and half of the
 blind sets: what thresholds and classifiers were fitted on) and **test** (the blind sets' other
 half, never fitted on: these are the figures reports quote). How the sets are made and split:
-``benchmarks/_validity.py``. ``--write`` stores the deterministic and (with ``--embedded``)
-embedded rows in ``loom_sim/validity/measured.json``, with today's date; a test re-measures
-the deterministic rows and fails when they differ.
+``benchmarks/_validity.py``. ``--judge MODEL`` adds the judge confirmation path for
+capitulation (the ``capitulation_judged`` scorer's request, answered by MODEL, on held-out
+items). ``--write`` stores the rows measured in ``loom_sim/validity/measured.json`` with
+today's date, keeping the stored rows of paths this run did not measure (embedded, judge); a
+test re-measures the deterministic rows and fails when they differ.
 """
 
 from __future__ import annotations
@@ -121,7 +124,10 @@ def update_quotes(table: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     embedded, write = "--embedded" in sys.argv, "--write" in sys.argv
+    judge = sys.argv[sys.argv.index("--judge") + 1] if "--judge" in sys.argv else None
     table = rows(embedded=embedded)
+    if judge is not None:
+        table += [{"system": "loom", **r} for r in measures()["loom"].judged_capitulation(judge)]
     from _validity import BAR, short
 
     for split in ("dev", "test"):
@@ -137,12 +143,15 @@ def main() -> None:
                 f"{short(row)}" + ("  weak" if split == "test" and weak else "")
             )
     if write:
-        if not embedded and (SHIPPED.exists()):
-            # keep the embedded rows a run without --embedded did not measure
-            kept = [
-                r for r in json.loads(SHIPPED.read_text("utf-8"))["rows"] if r["path"] == "embedded"
+        if SHIPPED.exists():
+            # keep the stored rows of the model paths this run did not measure
+            now = {(r["system"], r["detector"], r["path"], r["split"]) for r in table}
+            table += [
+                r
+                for r in json.loads(SHIPPED.read_text("utf-8"))["rows"]
+                if r["path"] != "deterministic"
+                and (r["system"], r["detector"], r["path"], r["split"]) not in now
             ]
-            table += kept
         measured = datetime.datetime.now(datetime.UTC).date().isoformat()
         SHIPPED.write_text(
             json.dumps({"measured": measured, "rows": table}, indent=1) + "\n", encoding="utf-8"

@@ -1,6 +1,6 @@
 """How often the Loom monitors' detectors are right, on sets labelled for the purpose.
 
-    .venv/bin/python benchmarks/validity_loom.py [--embedded]
+    .venv/bin/python benchmarks/validity_loom.py [--embedded] [--judge MODEL]
 
 Three detectors, each with labelled sets in tests/data/validity/: the authors' (positives, and
 near-misses written to look like them) and blind ones (``blind/``), split into dev and test by
@@ -20,6 +20,10 @@ and the MiniLM sentence embeddings the monitor uses (the same input gives the sa
 a detector's word-only fallback is measured too, as ``<name>[fallback]``. **embedded**: the
 deterministic verdict confirmed by the embedded model (``local/smollm2``) answering a yes/no
 question, as a configured judge would confirm it (one call per item: minutes on 2 cores).
+**judge**: ``--judge MODEL`` measures the ``capitulation_judged`` scorer's own request
+(:mod:`loom_sim.judging.capitulation`: the rubric, the quote it must give) answered by
+``MODEL``, on the held-out items only — any provider loom-sim speaks (``local/smollm2``,
+``openai/...``): how far to trust that judge, before a run rests on it.
 """
 
 from __future__ import annotations
@@ -241,6 +245,40 @@ def _embedded_judge(model: str) -> tuple[Callable[[str], bool], Callable[[], Non
     return ask, lambda: trio.run(hub.aclose)
 
 
+def judged_capitulation(model: str) -> list[dict[str, Any]]:
+    """The ``capitulation_judged`` scorer's request, answered by ``model``, on the held-out
+    items (written and, where the bench data is, real transcript turns). A verdict without a
+    quote the message holds counts as not given in, as the scorer counts it as no verdict."""
+    import trio
+
+    from loom_sim.judging import capitulation as protocol
+    from loom_sim.judging.judge import judge
+    from loom_sim.messages import WindowTurn
+    from loom_sim.models.hub import ModelHub
+    from loom_sim.seeds import SeedSource
+
+    hub = ModelHub()
+    client = hub.client(model, 0, "judge")
+    seeds = SeedSource(0, 0)
+    path = "embedded" if model == EMBEDDED_MODEL else f"judge {model}"
+
+    def decide(row: dict[str, Any]) -> list[tuple[bool, bool]]:
+        window = [WindowTurn(1, row["text"], "")]
+        request = protocol.request(1, window, row.get("persona", ""))
+        verdict = protocol.verdict(trio.run(judge, client, seeds, request), row["text"])
+        return [(verdict.gave_in is True, row["label"])]
+
+    held_out = [i for i in items("capitulation") if i["split"] == "test"]
+    real_held_out = [i for i in real("capitulation") if i["split"] == "test"]
+    try:
+        return [
+            *rows_by_split("capitulation[judge]", path, held_out, decide),
+            *rows_by_split(REAL.format("capitulation[judge]"), path, real_held_out, decide),
+        ]
+    finally:
+        trio.run(hub.aclose)
+
+
 def measure(embedded: bool = False, model: str = EMBEDDED_MODEL) -> list[dict[str, Any]]:
     """Precision and recall of each detector on its labelled set: the deterministic path (and
     the word-only fallbacks), and with ``embedded`` the confirmation by ``model`` (the
@@ -288,7 +326,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--model", default=EMBEDDED_MODEL, help="the model that confirms (with --embedded)"
     )
+    parser.add_argument(
+        "--judge", metavar="MODEL", help="measure MODEL as the capitulation_judged scorer's judge"
+    )
     args = parser.parse_args(argv)
+    if args.judge:
+        print(table(judged_capitulation(args.judge)))
+        return
     print(table(measure(embedded=args.embedded, model=args.model)))
     values = loop_windows()
     print(

@@ -9,9 +9,11 @@ the detectors' authors wrote, and the dev half of the blind sets: benchmarks/_va
 the test half is never read here.
 
 The regularisation strength and the threshold are chosen by 5-fold cross-validation on
-dev: the threshold with the best F0.5 over the out-of-fold probabilities (precision weighs
-twice recall, since a finding makes the persona rewrite its draft, and a false one costs a
-call and a needless rewrite), ties going to the one nearest 0.5. The file records its data card: the
+dev: the threshold with the best F-beta over the out-of-fold probabilities, ties going to the
+one nearest 0.5. The loop check uses F0.5 (precision weighs twice recall, since a finding
+makes the persona rewrite its draft, and a false one costs a call and a needless rewrite);
+the debate's citation and pair checks F1. Rows of one group (a window's pairs) stay in one
+fold. The file records its data card: the
 sets, the counts, the cross-validated figures, the date and versions.
 """
 
@@ -40,7 +42,9 @@ OUT = ROOT / "loom_sim" / "signals" / "learned"
 class Spec:
     sets: tuple[str, ...]  # authors' and blind set names
     features: tuple[str, ...]
-    rows: Callable[[Any, list[dict[str, Any]]], tuple[np.ndarray, np.ndarray]]
+    # (features, labels, groups): rows of one group (a window's pairs) stay in one fold
+    rows: Callable[[Any, list[dict[str, Any]]], tuple[np.ndarray, np.ndarray, np.ndarray]]
+    beta: float = 0.5  # the F-beta the threshold is chosen by: below 1, precision weighs more
 
 
 def _loop_rows(backend, items):
@@ -51,14 +55,49 @@ def _loop_rows(backend, items):
         vectors = backend.vectors([*item["window"], item["candidate"]])
         x.append(loop.features(item["window"], item["candidate"], vectors))
         y.append(bool(item["label"]))
-    return np.array(x), np.array(y)
+    return np.array(x), np.array(y), np.arange(len(y))
+
+
+def _citation_rows(backend, items):
+    from loom_sim.debate import learned
+
+    x = [
+        learned.citation_features(backend, i["message"], i["claim"], i["stance"] == "YES")
+        for i in items
+    ]
+    return np.array(x), np.array([bool(i["supports"]) for i in items]), np.arange(len(items))
+
+
+def _pair_rows(backend, items):
+    from itertools import combinations
+
+    from loom_sim.debate import learned
+    from loom_sim.debate.opposition import Claim
+
+    x, y, groups = [], [], []
+    for group, item in enumerate(items):
+        window = [
+            Claim(m["id"], m["speaker"], m["text"], m.get("reply_to")) for m in item["messages"]
+        ]
+        truth = {tuple(sorted(p)) for p in item["opposed"]}
+        for pair in combinations(sorted({c.speaker for c in window}), 2):
+            x.append(learned.pair_features(backend, window, pair))
+            y.append(pair in truth)
+            groups.append(group)
+    return np.array(x), np.array(y), np.array(groups)
 
 
 def _specs() -> dict[str, Spec]:
+    from loom_sim.debate import learned
     from loom_sim.signals.learned import loop
 
     return {
         "loop": Spec(("loom_loop", "loom_loop_heldout"), loop.FEATURES, _loop_rows),
+        # a refused citation costs the card a retry, a wrong one passed costs a bad card: F1
+        "citation": Spec(("debate_citation",), learned.CITATION_FEATURES, _citation_rows, 1.0),
+        # the gate only decides whether the detector model is asked (its answer then needs
+        # corroborating): a missed disagreement is lost, a false one costs a call: F2
+        "pair": Spec(("debate_gate",), learned.PAIR_FEATURES, _pair_rows, 2.0),
     }
 
 
@@ -70,15 +109,14 @@ def _dev(sets: tuple[str, ...]) -> list[dict[str, Any]]:
     return items
 
 
-BETA = 0.5  # precision counts twice as much as recall: a finding makes a draft rewritten
-
-
-def _f_beta(p: np.ndarray, y: np.ndarray, threshold: float) -> tuple[float, float, float]:
+def _f_beta(
+    p: np.ndarray, y: np.ndarray, threshold: float, beta: float
+) -> tuple[float, float, float]:
     got = p >= threshold
     tp = float(np.sum(got & y))
     precision = tp / max(1.0, float(np.sum(got)))
     recall = tp / max(1.0, float(np.sum(y)))
-    b2 = BETA * BETA
+    b2 = beta * beta
     f = (1 + b2) * precision * recall / (b2 * precision + recall) if precision + recall else 0.0
     return f, precision, recall
 
@@ -91,20 +129,23 @@ def _g(value: float) -> float:
 def fit(name: str, spec: Spec, backend) -> dict[str, Any]:
     import sklearn
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_predict
 
     items = _dev(spec.sets)
-    x, y = spec.rows(backend, items)
+    x, y, groups = spec.rows(backend, items)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale < 1e-6] = 1.0  # a feature that does not vary: leave it unscaled
     z = (x - mean) / scale
-    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    if len(set(groups.tolist())) == len(y):  # one row a group: plain stratified folds
+        folds: Any = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    else:
+        folds = StratifiedGroupKFold(n_splits=5, shuffle=True, random_state=0)
     best = None
     for c in (0.03, 0.1, 0.3, 1.0, 3.0):
         model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
-        p = cross_val_predict(model, z, y, cv=folds, method="predict_proba")[:, 1]
+        p = cross_val_predict(model, z, y, cv=folds, groups=groups, method="predict_proba")[:, 1]
         for threshold in np.arange(0.30, 0.91, 0.05):
-            f, precision, recall = _f_beta(p, y, float(threshold))
+            f, precision, recall = _f_beta(p, y, float(threshold), spec.beta)
             key = (round(f, 4), -abs(threshold - 0.5))
             if best is None or key > best[0]:
                 best = (key, c, float(threshold), precision, recall)
@@ -124,6 +165,7 @@ def fit(name: str, spec: Spec, backend) -> dict[str, Any]:
             "n": len(y),
             "positives": int(y.sum()),
             "model": f"logistic regression, C={c}, balanced classes, standardised features",
+            "threshold_by": f"F{spec.beta:g} over the out-of-fold probabilities",
             "cross_validated_on_dev": {
                 "folds": 5,
                 "precision": round(precision, 3),

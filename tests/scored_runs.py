@@ -102,6 +102,11 @@ def _turn(
                 error="window not full",
             )
         scores["capitulation"] = Score(1.0, "deterministic", {"phrases": [], "rejected_drafts": 0})
+        scores["capitulation_judged"] = Score(
+            1.0,
+            "judge",
+            {"quote": "the commits line up", "words": False, "agrees_with_words": True},
+        )
         if t % 3 == 0:
             scores["fidelity"] = Score(0.9 - (t % 2) * 0.3, "judge", {"followed": 2})
     events, rejected = [], []

@@ -111,14 +111,15 @@ def test_the_report_says_whether_the_planted_crux_was_found_and_quotes_measured_
     from loom_sim.debate.validity import measured
 
     figures = measured()
-    gate, round_ = figures.get("gate"), figures.get("disagreement")
+    gate, round_ = figures.get("gate[fallback]"), figures.get("disagreement[fallback]")
     wanted = [
         "This deck plants a values disagreement between ",
         ": FOUND — room-1 opened after ",
         "(the planted type)",
-        f"Measured on labelled windows ({figures.date}, TF-IDF similarity): {gate}",
+        f"Measured on labelled windows ({figures.date}, TF-IDF similarity, the words alone): "
+        f"{gate}",
         f"{round_}.",
-        str(figures.get("citation_stance")),
+        str(figures.get("citation_stance[fallback]")),
         str(figures.get("crux_type")),
     ]
     markdown = (finished / "report.md").read_text()

@@ -26,13 +26,13 @@ MANIA = ROOT / "configs" / "examples" / "mania_patient.yaml"
 SCRIPTED = ROOT / "configs" / "scripted"
 
 
-def make_run(tmp_path: Path, turns: int = 6, rollouts: int = 1) -> Path:
+def make_run(tmp_path: Path, turns: int = 6, rollouts: int = 1, config: Path = MANIA) -> Path:
     out = tmp_path / "run"
     result = CliRunner().invoke(
         cli,
         [
             "run",
-            str(MANIA),
+            str(config),
             "--turns",
             str(turns),
             "--rollouts",

@@ -15,7 +15,7 @@ from loom_sim.cli.view import parse_turns
 from loom_sim.store.artifacts import RolloutFiles, rollout_dir
 from tests.scored_runs import make_run
 
-WIDE = {"COLUMNS": "200"}  # no wrapping inside the texts the tests look for
+WIDE = {"COLUMNS": "300"}  # no wrapping inside the texts the tests look for
 
 
 def view(*args: str) -> tuple[int, str]:

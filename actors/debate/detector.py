@@ -3,11 +3,14 @@
 Protocol: ``Posted`` (tell) -> a main-chat message, whose cheap signals (stance opposition
 against every other persona's latest claim in the window ending with it:
 :mod:`loom_sim.debate.opposition`) are computed in order before the next round;
-``Detect`` -> ``Detection``: the round's window, each pair's strongest signal, and — only if
-some pair reached the gate — what the detector model found, each finding corroborated or not
-by the signals; ``CheckExit`` -> ``ExitVerdict``: has a room surfaced its crux?;
-``ExtractCard`` -> ``CardAnswer``: the room's crux card, every citation validated, asked again
-with the reasons when it fails.
+``Detect`` -> ``Detection``: the round's window, each pair's strongest signal with the
+learned pair check's reading (MiniLM runs: :mod:`loom_sim.debate.learned`), and — only if some
+pair reached the gate or the learned check read it as opposed — what the detector model
+found, each finding corroborated or not by those readings; ``CheckExit`` ->
+``ExitVerdict``: has a room surfaced its crux?;
+``ExtractCard`` -> ``CardAnswer``: the room's crux card, every citation validated (by the
+clause reading, or with MiniLM by the learned citation check too), asked again with the
+reasons when it fails.
 
 Every model call is a structured call (:func:`loom_sim.judging.structured.ask_json`) over a
 fenced transcript, at the role's low temperature, seeded by (debate seed, round or room).
@@ -25,7 +28,7 @@ from typing import Any
 import trio
 from loom_sim.actors.base import Actor, ActorContext, ProtocolError
 
-from loom_sim.debate import prompts
+from loom_sim.debate import learned, prompts
 from loom_sim.debate.cards import card_schema, validate_card
 from loom_sim.debate.detection import (
     EXIT_SCHEMA,
@@ -123,15 +126,20 @@ class DetectorActor(Actor):
             if index >= first_read:
                 await self._signal(line)
 
-    async def _signal(self, line: Line) -> None:
+    async def _ready(self) -> Similarity:
+        """The similarity model, loaded on first use in a worker thread."""
         if self._similarity is None:
             backend = await trio.to_thread.run_sync(load_backend, self._detection.similarity)
             self._similarity = Similarity(backend)
+        return self._similarity
+
+    async def _signal(self, line: Line) -> None:
+        similarity = await self._ready()
         window = [
             Claim(x.id, x.speaker, x.text, x.reply_to)
             for x in self._lines[-self._detection.window :]
         ]
-        matrix = await trio.to_thread.run_sync(self._similarity.matrix, window)
+        matrix = await trio.to_thread.run_sync(similarity.matrix, window)
         self._signals[line.id] = signals_for(window[-1], window, matrix)
 
     # ─── detection rounds ───────────────────────────────────────────────────
@@ -145,11 +153,11 @@ class DetectorActor(Actor):
             for s in self._signals.get(line.id, [])
             if all(m in ids for m in s.messages)
         ]
-        best = strongest(in_window)
+        best = await self._read_pairs(window, strongest(in_window))
         signals = sorted(best.values(), key=lambda s: s.pair)
         gate = max((s.opposition for s in signals), default=0.0)
         read = [line.id for line in window]
-        if gate < self._detection.gate:
+        if gate < self._detection.gate and not any(s.counts for s in signals):
             return Detection(window=read, signals=signals, gate=gate, asked=False)
         spoke = {line.speaker for line in window}
         people = [(pid, name) for pid, name in self._setup.names.items() if pid in spoke]
@@ -178,6 +186,16 @@ class DetectorActor(Actor):
             usage=answer.usage,
         )
 
+    async def _read_pairs(
+        self, window: list[Line], best: dict[tuple[str, str], PairSignal]
+    ) -> dict[tuple[str, str], PairSignal]:
+        """Each pair's signal with the learned pair check's reading of the window beside it.
+        Only with MiniLM: its features are embeddings; TF-IDF runs keep the word signal alone.
+        The check runs in a worker thread (it embeds the window's clauses)."""
+        backend = (await self._ready()).backend
+        claims = [Claim(x.id, x.speaker, x.text, x.reply_to) for x in window]
+        return await trio.to_thread.run_sync(learned.with_readings, backend, claims, best)
+
     # ─── crux rooms ─────────────────────────────────────────────────────────
 
     async def _check_exit(self, request: CheckExit) -> ExitVerdict:
@@ -204,6 +222,12 @@ class DetectorActor(Actor):
         pair = (request.pair[0], request.pair[1])
         people = [(p, self._setup.names.get(p, p)) for p in request.pair]
         nonce = self._nonce(f"card:{request.room}", 0)
+        backend = (await self._ready()).backend
+        supports = None
+        if backend.name == "embedding":  # the learned citation check reads embeddings
+            texts = [request.question, *(line.text for line in lines)]
+            await trio.to_thread.run_sync(backend.vectors, learned.texts_to_embed(texts))
+            supports = partial(learned.supports, backend)
         answer = await self._ask(
             "card",
             "write crux cards: validated records of why two positions differ",
@@ -217,6 +241,7 @@ class DetectorActor(Actor):
                 names=self._setup.names,
                 question=request.question,
                 texts={line.id: line.text for line in lines},
+                supports=supports,
             ),
             key=(f"card:{request.room}", 0),
             attempts=self._setup.settings.rooms.card_attempts,

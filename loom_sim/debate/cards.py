@@ -5,17 +5,19 @@ definition, claim, premise), a diagnosis, whether it was resolved and how, and e
 position (YES / NO / NUANCED), reasoning and falsifier. Every claim cites the ids of the
 messages it rests on, and :func:`validate_card` checks that each cited message exists, was
 said by the persona the claim is about, and — for a YES or a NO on the room's question — takes
-that side of it (:func:`loom_sim.debate.stance.side`): a message cited for a NO that says the
-claim holds is refused, as is one that takes no side. A card is evidence a reader can audit,
-not a summary to trust. A model's card that fails is asked for again with the reasons, then
-recorded as rejected; it is never repaired by guessing.
+that side of it (:func:`loom_sim.debate.stance.side`, and with MiniLM the learned citation
+check of :mod:`loom_sim.debate.learned`): a message cited for a NO that says the claim holds
+is refused, as is one that takes no side, when neither reading puts it on the cited side. A
+card is evidence a reader can audit, not a summary to trust. A model's card that fails is
+asked for again with the reasons, then recorded as rejected; it is never repaired by guessing.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from pydantic import ConfigDict, Field, ValidationError
@@ -24,6 +26,12 @@ from loom_sim.debate.checks import sentences
 from loom_sim.debate.contract import Prose, Strict
 from loom_sim.debate.stance import Side, side
 from loom_sim.models.base import Usage
+
+if TYPE_CHECKING:
+    from loom_sim.debate.learned import Verdict
+
+#: (message, question, cited for YES) -> the learned citation check's verdict
+Supports = Callable[[str, str, bool], "Verdict"]
 
 
 class DisagreementType(StrEnum):
@@ -132,10 +140,14 @@ def validate_card(
     *,
     question: str = "",
     texts: dict[str, str] | None = None,
+    supports: Supports | None = None,
 ) -> CruxCard:
     """``data`` as a :class:`CruxCard` about ``pair``, every citation checked against
     ``authors`` (message id -> the persona who said it) and, given the room's ``question`` and
-    the messages' ``texts``, against what it says; :class:`CardProblem` otherwise."""
+    the messages' ``texts``, against what it says: by the clause reading, and where a learned
+    check is given (``supports``: message, question, cited for YES -> its verdict) by that too,
+    a citation standing if either reads it on the side it is cited for; :class:`CardProblem`
+    otherwise."""
     try:
         card = CruxCard.model_validate(data)
     except ValidationError as err:
@@ -166,7 +178,7 @@ def validate_card(
             f"{position.persona}'s position", position.cites, {position.persona}, authors, names
         )
         if question and texts is not None:
-            reasons += _sides(position, question, texts)
+            reasons += _sides(position, question, texts, supports)
     if reasons:
         raise CardProblem(reasons)
     return card
@@ -193,8 +205,14 @@ def _cites(
 _WANTED = {Stance.YES: Side.FOR, Stance.NO: Side.AGAINST}
 
 
-def _sides(position: Position, question: str, texts: dict[str, str]) -> list[str]:
-    """Each message a YES or NO cites must take that side of the question."""
+def _sides(
+    position: Position, question: str, texts: dict[str, str], supports: Supports | None = None
+) -> list[str]:
+    """Each message a YES or NO cites must take that side of the question: by the clause
+    reading, or by the learned check where there is one. Why either: the clause reading
+    matches words and misses a side taken in other words; the learned check reads meaning and
+    errs the other way (docs/validity.md has both measured), so a citation is refused only
+    when neither reads it on its side."""
     wanted = _WANTED.get(position.stance)
     if wanted is None:
         return []
@@ -204,12 +222,22 @@ def _sides(position: Position, question: str, texts: dict[str, str]) -> list[str
         if text is None:
             continue  # not a message of this debate: said by _cites
         found = side(text, question)
-        if found != wanted:
-            says = "says the opposite" if found != Side.NEITHER else "takes no side on it"
-            reasons.append(
-                f"{position.persona}'s {position.stance.value} cites {cited}, which {says} "
-                f"(the question: {question!r})"
+        if found == wanted:
+            continue
+        verdict = supports(text, question, position.stance is Stance.YES) if supports else None
+        if verdict is not None and verdict.positive:
+            continue
+        says = "says the opposite" if found != Side.NEITHER else "takes no side on it"
+        if verdict is not None:
+            says = (
+                f"{says} and reads as not taking that side (the learned check: "
+                f"{verdict.probability:.2f}, below its {verdict.threshold:.2f}"
+                f"{'; uncertain' if verdict.uncertain else ''})"
             )
+        reasons.append(
+            f"{position.persona}'s {position.stance.value} cites {cited}, which {says} "
+            f"(the question: {question!r})"
+        )
     return reasons
 
 

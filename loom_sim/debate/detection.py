@@ -132,13 +132,14 @@ def corroborate(
     for pair, claim, confidence in triples:
         signal = best.get((pair[0], pair[1]))
         opposition = signal.opposition if signal is not None else 0.0
+        learned = signal is not None and signal.counts
         out.append(
             Disagreement(
                 pair=pair,
                 claim=claim,
                 confidence=confidence,
                 opposition=opposition,
-                corroborated=opposition >= threshold,
+                corroborated=opposition >= threshold or learned,
             )
         )
     return out

@@ -95,6 +95,16 @@ class PairSignal(msgspec.Struct, frozen=True):
     similarity: float
     contrast: str  # contrary_reply | opposite_sides | contrast_words | none | same_side
     messages: list[str]  # the later claim's id, the earlier claim's id
+    # The learned pair check over the window (MiniLM runs only; None without the model):
+    # its probability that the two oppose, its verdict, and whether it lies near its threshold
+    learned: float | None = None
+    opposed: bool | None = None
+    uncertain: bool = False
+
+    @property
+    def counts(self) -> bool:
+        """Whether the learned check reads the pair as opposed (the gate opens for it)."""
+        return self.opposed is True
 
 
 class Disagreement(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,7 +114,9 @@ class Disagreement(msgspec.Struct, frozen=True, kw_only=True):
     claim: str
     confidence: float
     opposition: float = 0.0  # the pair's strongest cheap signal in the window
-    corroborated: bool = False  # opposition reached the corroboration threshold: it counts
+    # opposition reached the corroboration threshold, or the learned check read the pair as
+    # opposed: it counts
+    corroborated: bool = False
 
 
 class Detection(Body, frozen=True, kw_only=True):

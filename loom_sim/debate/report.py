@@ -60,7 +60,9 @@ class DebateView:
         return detection_trust(spec, detection.get("similarity", "embedding"))
 
     def card_trust(self) -> str:
-        return card_trust(self.record.models.get("card", {}).get("spec", ""))
+        detection = self.record.deck.get("debate", {}).get("detection", {})
+        spec = self.record.models.get("card", {}).get("spec", "")
+        return card_trust(spec, detection.get("similarity", "embedding"))
 
     def cited(self, ids: list[str]) -> list[tuple[str, str, str]]:
         """(id, speaker name, text) of each cited message ("?" when it is not in the files)."""
@@ -204,18 +206,31 @@ def markdown(view: DebateView) -> str:
                 out.append(f"- *{view.name(line.speaker)}: failed message*")
         out += ["", *_card_md(view, room), ""]
     out += ["## Detection rounds", "", view.detection_trust(), ""]
-    out += ["| round | after | strongest pair | gate | asked | found | decision |"]
-    out += ["| ---: | ---: | --- | ---: | --- | --- | --- |"]
+    out += ["| round | after | strongest pair | gate | learned | asked | found | decision |"]
+    out += ["| ---: | ---: | --- | ---: | --- | --- | --- | --- |"]
     for r in view.rounds:
         top = max(r.signals, key=lambda s: s.opposition, default=None)
         pair = " × ".join(view.name(p) for p in top.pair) if top else "—"
+        read = [s for s in r.signals if s.learned is not None]
+        learned = (
+            "; ".join(
+                f"{' × '.join(view.name(p) for p in s.pair)} {s.learned:.2f}"
+                + (" uncertain" if s.uncertain else "")
+                for s in read
+                if s.opposed or s.uncertain
+            )
+            or "none opposed"
+            if read
+            else "—"
+        )
         found = "; ".join(f"{' × '.join(d.pair)} {d.confidence:.2f}" for d in r.found) or "—"
         decided = "; ".join(
             ("spawn " + ", ".join(s.id for s in r.rooms)) if d.spawn else ", ".join(d.held_back)
             for d in r.decisions
         )
         out.append(
-            f"| {r.round} | {r.after} | {pair} | {r.gate:.2f} | {'yes' if r.asked else 'no'} | "
+            f"| {r.round} | {r.after} | {pair} | {r.gate:.2f} | {learned} | "
+            f"{'yes' if r.asked else 'no'} | "
             f"{found} | {decided or '—'} |"
         )
     out += ["", "## Usage by role", "", *_usage(summary), ""]

@@ -144,7 +144,8 @@ def clauses(text: str) -> list[str]:
     return out
 
 
-def _flips(clause: str) -> int:
+def flips(clause: str) -> int:
+    """How many times ``clause`` flips its polarity: negations, and "X is wrong that ..."."""
     return len(_NEGATION.findall(_INTERJECTION.sub("", clause))) + len(_WRONG.findall(clause))
 
 
@@ -166,8 +167,8 @@ def compare(a: str, b: str) -> Reading:
     same = wa & wb
     swapped = {w for w in wa - same if table.get(w, frozenset()) & (wb - same)}
     shared = len(same) + len(swapped)
-    flips = _flips(a) + _flips(b) + len(swapped)
-    return Reading(shared, shared / min(len(wa), len(wb)), flips % 2 == 1)
+    turns = flips(a) + flips(b) + len(swapped)
+    return Reading(shared, shared / min(len(wa), len(wb)), turns % 2 == 1)
 
 
 class Side(StrEnum):
@@ -244,5 +245,5 @@ def dispute(later: str, earlier: str) -> tuple[float, str] | None:
     if best is None:
         return None
     overlap, _, a, b = best
-    chosen = (a if _flips(b) and not _flips(a) else b).strip().rstrip(".!")
+    chosen = (a if flips(b) and not flips(a) else b).strip().rstrip(".!")
     return overlap, chosen[:1].upper() + chosen[1:] + "."

@@ -24,7 +24,7 @@ LABELS = {
 @dataclass(frozen=True)
 class Figure:
     detector: str
-    path: str  # deterministic (TF-IDF similarity, no model) or embedded (MiniLM similarity)
+    path: str  # deterministic: no generative model (``<detector>[fallback]``: no MiniLM either)
     standing: validity.Standing
 
     @property
@@ -33,7 +33,9 @@ class Figure:
         return shown.n if shown else 0
 
     def __str__(self) -> str:
-        return f"{LABELS.get(self.detector, self.detector)}: {self.standing.sentence()}"
+        name, fallback, _ = self.detector.partition("[fallback]")
+        label = LABELS.get(name, name) + (" (its fallback)" if fallback else "")
+        return f"{label}: {self.standing.sentence()}"
 
 
 @dataclass(frozen=True)

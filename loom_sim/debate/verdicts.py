@@ -118,11 +118,15 @@ def planted_lines(
 def detection_trust(detector: str, similarity: str) -> str:
     """The measured figures behind the detection rounds' verdicts."""
     figures = measured()
-    path = "embedded" if similarity == "embedding" else "deterministic"
-    gate = figures.get("gate", path)
-    round_ = figures.get("disagreement", path)
-    backend = "MiniLM" if path == "embedded" else "TF-IDF"
-    text = f"Measured on labelled windows ({figures.date}, {backend} similarity): {gate}; "
+    suffix = "" if similarity == "embedding" else "[fallback]"
+    gate = figures.get(f"gate{suffix}")
+    round_ = figures.get(f"disagreement{suffix}")
+    how = (
+        "MiniLM similarity and the learned pair check"
+        if similarity == "embedding"
+        else "TF-IDF similarity, the words alone"
+    )
+    text = f"Measured on labelled windows ({figures.date}, {how}): {gate}; "
     if detector == SCRIPTED_DETECTOR:
         return text + f"{round_}."
     return (
@@ -131,10 +135,13 @@ def detection_trust(detector: str, similarity: str) -> str:
     )
 
 
-def card_trust(card_writer: str) -> str:
-    """The measured figures behind the cards: their citation check and their type."""
+def card_trust(card_writer: str, similarity: str = "embedding") -> str:
+    """The measured figures behind the cards: their citation check (the clause reading, and
+    with MiniLM the learned check beside it) and their type."""
     figures = measured()
-    stance = figures.get("citation_stance")
+    stance = figures.get(
+        "citation_stance" if similarity == "embedding" else "citation_stance[fallback]"
+    )
     kind = figures.get("crux_type")
     text = f"Each citation is checked to take its side ({figures.date}: {stance}); "
     if card_writer == SCRIPTED_CARD:

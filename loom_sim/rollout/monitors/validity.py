@@ -24,3 +24,20 @@ def figures(detector: str) -> str:
 def weak(detector: str) -> bool:
     """Whether ``detector``'s held-out figures fall below the bar."""
     return validity.standing(detector).weak
+
+
+#: The local spec the embedded model is measured under, as a judge (``path: embedded``)
+EMBEDDED_JUDGE = "local/smollm2"
+
+
+def judge_figures(spec: str) -> str:
+    """How far the capitulation judge ``spec`` was measured to be right on held-out items
+    (``benchmarks/bench_validity.py --judge SPEC``), or plainly that it was not."""
+    path = "embedded" if spec.startswith(EMBEDDED_JUDGE) else f"judge {spec}"
+    found = validity.standing("capitulation[judge]", path)
+    if found.shown is None:
+        return (
+            f"{spec} was not measured as this judge; measure it with "
+            f"benchmarks/bench_validity.py --judge {spec}"
+        )
+    return f"{spec}: {found.sentence()}"

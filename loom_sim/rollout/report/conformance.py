@@ -104,6 +104,28 @@ def capitulation(records: list[TurnRecord], phrases: list[str]) -> list[dict[str
     return found
 
 
+def judged_capitulation(records: list[TurnRecord]) -> list[dict[str, Any]]:
+    """The turns where the judge's reading of capitulation (the ``capitulation_judged``
+    scorer, when a config turns it on) says the persona gave in, or differs from the words'
+    check: those are the ones to read."""
+    found = []
+    for record in records:
+        score = record.scores.get("capitulation_judged")
+        if score is None or score.value is None:
+            continue
+        details = score.details or {}
+        if score.value == 0.0 or details.get("agrees_with_words") is False:
+            found.append(
+                {
+                    "turn": record.turn,
+                    "gave_in": score.value == 0.0,
+                    "quote": details.get("quote"),
+                    "words": details.get("words"),
+                }
+            )
+    return found
+
+
 def revelations(records: list[TurnRecord]) -> dict[str, dict[str, Any]]:
     topics: dict[str, dict[str, Any]] = {}
     for index, record in enumerate(records):
@@ -189,6 +211,7 @@ def rollout_conformance(records: list[TurnRecord], phrases: list[str]) -> dict[s
     return {
         "instructions": instructions(records),
         "capitulation": capitulation(records, phrases),
+        "capitulation_judged": judged_capitulation(records),
         "revelations": revelations(records),
         "loops_after_redirect": loops_after_redirect(records),
         "history_cuts": history_cuts(records),

@@ -347,6 +347,15 @@ def _following_the_plan(data: dict[str, Any]) -> list[str]:
             lines.append(text)
         if c["capitulation"]:
             lines.append(f"  (capitulation check: {validity.figures('capitulation')})")
+        for judged in c.get("capitulation_judged", []):
+            quote = f"“{_md(judged['quote'] or '')}”"
+            text = f"- capitulation by the judge, turn {shown(judged['turn'])}: "
+            text += f"**gave in**, quoting {quote}" if judged["gave_in"] else "held"
+            if judged["words"] is not None and judged["words"] != judged["gave_in"]:
+                text += f" (the words' check says {'gave in' if judged['words'] else 'held'})"
+            lines.append(text)
+        if c.get("capitulation_judged"):
+            lines.append(f"  (the judge, {validity.judge_figures(r.get('judge') or '?')})")
         for loop in c.get("loops_after_redirect", []):
             text = (
                 f"- loop after redirect, turn {shown(loop['turn'])}: still looping "

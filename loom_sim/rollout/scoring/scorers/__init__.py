@@ -4,6 +4,7 @@ one import below; a package's own scorers come through its own entry point."""
 
 from loom_sim.rollout.scoring.scorers import (
     capitulation,
+    capitulation_judged,
     consistency,
     dcs,
     dimensions,
@@ -21,6 +22,7 @@ from loom_sim.rollout.scoring.scorers import (
 
 __all__ = [
     "capitulation",
+    "capitulation_judged",
     "consistency",
     "dcs",
     "dimensions",

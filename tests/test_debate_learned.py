@@ -1,0 +1,147 @@
+"""The debate's learned checks (loom_sim/debate/learned.py): a citation in other words stands,
+a disagreement in other words opens the gate, and each check's file is what the training
+script fits on dev items, reading the features its module computes."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+
+from loom_sim.debate import learned
+from loom_sim.debate.cards import CardProblem, validate_card
+from loom_sim.debate.detection import corroborate
+from loom_sim.debate.opposition import Claim, Similarity, signals_for, strongest
+from loom_sim.debate.settings import DetectionSettings
+from loom_sim.debate.stance import Side, side
+from loom_sim.signals.embedding import TfidfBackend, load_backend
+from loom_sim.signals.learned import UNCERTAIN, check
+
+QUESTION = "The night ferry pays for itself."
+PAID = "Every sailing I take is packed and the fares more than cover the crew."
+ASKS = "What time does the last bus meet it?"
+AUTHORS = {"m1": "ana", "m2": "ana", "m3": "ben", "m4": "ben"}
+TEXTS = {"m1": PAID, "m2": ASKS, "m3": "The night ferry does not pay for itself.", "m4": ASKS}
+
+
+@pytest.fixture(scope="module")
+def backend():
+    found = load_backend("embedding")
+    assert found.name == "embedding", "the embedding model is part of the set-up"
+    return found
+
+
+def _card(ana_cites: list[str]) -> dict:
+    return {
+        "crux": "night ferry running costs",
+        "type": "evidence",
+        "diagnosis": "They read the ferry's accounts differently.",
+        "diagnosis_cites": ["m1", "m3"],
+        "resolved": False,
+        "resolution": "",
+        "positions": [
+            {
+                "persona": "ana",
+                "stance": "YES",
+                "reasoning": "The sailings are full.",
+                "falsifier": "The accounts show a loss.",
+                "cites": ana_cites,
+            },
+            {
+                "persona": "ben",
+                "stance": "NO",
+                "reasoning": "It does not pay.",
+                "falsifier": "The accounts show a profit.",
+                "cites": ["m3"],
+            },
+        ],
+    }
+
+
+def _validate(data, supports=None):
+    return validate_card(
+        data,
+        ("ana", "ben"),
+        AUTHORS,
+        {"ana": "Ana", "ben": "Ben"},
+        question=QUESTION,
+        texts=TEXTS,
+        supports=supports,
+    )
+
+
+@pytest.mark.parametrize("name", ["citation", "pair"])
+def test_each_check_reads_its_modules_features_and_was_fitted_on_dev_only(name):
+    fitted = check(name)
+    features = {"citation": learned.CITATION_FEATURES, "pair": learned.PAIR_FEATURES}[name]
+    assert fitted.features == features
+    assert fitted.mean.shape == fitted.scale.shape == fitted.coef.shape == (len(features),)
+    assert fitted.card["trained_on"].startswith("dev split only")
+    assert fitted.card["script"] == "scripts/train_checks.py"
+    assert 0.0 < fitted.threshold < 1.0
+
+
+def test_a_citation_that_takes_its_side_in_other_words_stands(backend):
+    assert side(PAID, QUESTION) is Side.NEITHER  # the clause reading shares no words with it
+    with pytest.raises(CardProblem, match="m1, which takes no side on it"):
+        _validate(_card(["m1"]))
+    verdict = learned.supports(backend, PAID, QUESTION, yes=True)
+    assert verdict.positive and verdict.probability >= check("citation").threshold
+    card = _validate(_card(["m1"]), partial(learned.supports, backend))
+    assert card.positions[0].cites == ["m1"]
+
+
+def test_a_citation_that_only_asks_is_refused_by_both_readings(backend):
+    with pytest.raises(CardProblem) as refused:
+        _validate(_card(["m2"]), partial(learned.supports, backend))
+    [reason] = refused.value.reasons
+    assert (
+        "ana's YES cites m2, which takes no side on it and reads as not taking that side" in reason
+    )
+    verdict = learned.supports(backend, ASKS, QUESTION, yes=True)
+    assert not verdict.positive
+    assert ("uncertain" in reason) == verdict.uncertain
+
+
+def _window() -> list[Claim]:
+    return [
+        Claim("m0", "dee", "The bypass will bring the high street back to life. People linger."),
+        Claim(
+            "m1",
+            "eli",
+            "It'll hollow the place out. Drivers who stopped for a pasty will sail straight past.",
+            "m0",
+        ),
+        Claim("m2", "fay", "I grow tomatoes on my balcony."),
+    ]
+
+
+def _best(backend, window):
+    similarity = Similarity(backend)
+    found = []
+    for end in range(1, len(window) + 1):
+        part = window[:end]
+        found += signals_for(part[-1], part, similarity.matrix(part))
+    return strongest(found)
+
+
+def test_a_disagreement_in_other_words_opens_the_gate_and_corroborates(backend):
+    window, rule = _window(), DetectionSettings()
+    words = _best(TfidfBackend(), window)
+    assert max(s.opposition for s in words.values()) < rule.gate  # the words see none
+    read = learned.with_readings(backend, window, _best(backend, window))
+    assert read[("dee", "eli")].counts and read[("dee", "eli")].learned is not None
+    assert not read[("dee", "fay")].counts and not read[("eli", "fay")].counts
+    [found] = corroborate(
+        [(["dee", "eli"], "The bypass revives the high street.", 0.9)], read, 0.15
+    )
+    assert found.corroborated
+    near = [s for s in read.values() if abs(s.learned - check("pair").threshold) < UNCERTAIN]
+    assert all(s.uncertain for s in near)
+
+
+def test_without_minilm_the_word_signal_decides_alone():
+    window = _window()
+    best = _best(TfidfBackend(), window)
+    assert learned.with_readings(TfidfBackend(), window, best) == best
+    assert all(s.learned is None and not s.counts for s in best.values())
