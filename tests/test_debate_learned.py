@@ -145,3 +145,33 @@ def test_without_minilm_the_word_signal_decides_alone():
     best = _best(TfidfBackend(), window)
     assert learned.with_readings(TfidfBackend(), window, best) == best
     assert all(s.learned is None and not s.counts for s in best.values())
+
+
+def test_a_debate_records_and_reports_the_learned_reading_of_each_round(tmp_path):
+    """A scripted debate with MiniLM (the default): every round's signals carry the learned
+    check's reading, and both reports show it beside the gate."""
+    import json
+
+    from click.testing import CliRunner
+
+    from loom_sim.cli import cli
+
+    out = tmp_path / "d"
+    result = CliRunner().invoke(cli, ["debate", "planted_values", "--seed", "1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rounds = [json.loads(line) for line in (out / "detections.jsonl").read_text().splitlines()]
+    signals = [s for r in rounds for s in r["signals"]]
+    assert signals and all(0.0 <= s["learned"] <= 1.0 for s in signals)
+    threshold = check("pair").threshold
+    for s in signals:
+        assert s["opposed"] == (s["learned"] >= threshold)
+        assert s["uncertain"] == (abs(s["learned"] - threshold) < UNCERTAIN)
+    assert any(r["asked"] for r in rounds)
+    markdown = (out / "report.md").read_text()
+    assert (
+        "| round | after | strongest pair | gate | learned | asked | found | decision |" in markdown
+    )
+    assert "MiniLM similarity and the learned pair check" in markdown
+    opposed = next(s for s in signals if s["opposed"])
+    assert f"{opposed['learned']:.2f} opposed" in markdown
+    assert f"{opposed['learned']:.2f} opposed" in (out / "report.html").read_text()

@@ -214,8 +214,9 @@ def markdown(view: DebateView) -> str:
         read = [s for s in r.signals if s.learned is not None]
         learned = (
             "; ".join(
-                f"{' × '.join(view.name(p) for p in s.pair)} {s.learned:.2f}"
-                + (" uncertain" if s.uncertain else "")
+                f"{' × '.join(view.name(p) for p in s.pair)} {s.learned:.2f} "
+                + ("opposed" if s.opposed else "not opposed")
+                + (", uncertain" if s.uncertain else "")
                 for s in read
                 if s.opposed or s.uncertain
             )
