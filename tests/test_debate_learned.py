@@ -9,7 +9,7 @@ from functools import partial
 import pytest
 
 from loom_sim.debate import learned
-from loom_sim.debate.cards import CardProblem, validate_card
+from loom_sim.debate.cards import CardProblem, uncertain_citations, validate_card
 from loom_sim.debate.detection import corroborate
 from loom_sim.debate.opposition import Claim, Similarity, signals_for, strongest
 from loom_sim.debate.settings import DetectionSettings
@@ -20,8 +20,15 @@ from loom_sim.signals.learned import UNCERTAIN, check
 QUESTION = "The night ferry pays for itself."
 PAID = "Every sailing I take is packed and the fares more than cover the crew."
 ASKS = "What time does the last bus meet it?"
-AUTHORS = {"m1": "ana", "m2": "ana", "m3": "ben", "m4": "ben"}
-TEXTS = {"m1": PAID, "m2": ASKS, "m3": "The night ferry does not pay for itself.", "m4": ASKS}
+BLEEDS = "It bleeds money every winter; the council tops it up."
+AUTHORS = {"m1": "ana", "m2": "ana", "m3": "ben", "m4": "ben", "m5": "ben"}
+TEXTS = {
+    "m1": PAID,
+    "m2": ASKS,
+    "m3": "The night ferry does not pay for itself.",
+    "m4": ASKS,
+    "m5": BLEEDS,
+}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +38,7 @@ def backend():
     return found
 
 
-def _card(ana_cites: list[str]) -> dict:
+def _card(ana_cites: list[str], ben_cites: tuple[str, ...] = ("m3",)) -> dict:
     return {
         "crux": "night ferry running costs",
         "type": "evidence",
@@ -52,7 +59,7 @@ def _card(ana_cites: list[str]) -> dict:
                 "stance": "NO",
                 "reasoning": "It does not pay.",
                 "falsifier": "The accounts show a profit.",
-                "cites": ["m3"],
+                "cites": list(ben_cites),
             },
         ],
     }
@@ -101,6 +108,17 @@ def test_a_citation_that_only_asks_is_refused_by_both_readings(backend):
     verdict = learned.supports(backend, ASKS, QUESTION, yes=True)
     assert not verdict.positive
     assert ("uncertain" in reason) == verdict.uncertain
+
+
+def test_a_citation_that_stands_on_the_learned_check_alone_near_its_threshold_is_marked(backend):
+    """m5 ("It bleeds money every winter") cited for NO: the clause reading sees no side, the
+    learned check a NO just above its threshold — accepted, and marked uncertain on the card."""
+    supports = partial(learned.supports, backend)
+    verdict = supports(BLEEDS, QUESTION, False)
+    assert side(BLEEDS, QUESTION) is Side.NEITHER and verdict.positive and verdict.uncertain
+    card = _validate(_card(["m1"], ("m3", "m5")), supports)
+    near = uncertain_citations(card, QUESTION, TEXTS, supports)
+    assert near == {"m5": verdict.probability}  # m3 stands on the words; m1 far from the bar
 
 
 def _window() -> list[Claim]:

@@ -29,7 +29,7 @@ import trio
 from loom_sim.actors.base import Actor, ActorContext, ProtocolError
 
 from loom_sim.debate import learned, prompts
-from loom_sim.debate.cards import card_schema, validate_card
+from loom_sim.debate.cards import card_schema, uncertain_citations, validate_card
 from loom_sim.debate.detection import (
     EXIT_SCHEMA,
     corroborate,
@@ -246,9 +246,17 @@ class DetectorActor(Actor):
             key=(f"card:{request.room}", 0),
             attempts=self._setup.settings.rooms.card_attempts,
         )
+        uncertain = (
+            uncertain_citations(
+                answer.value, request.question, {x.id: x.text for x in lines}, supports
+            )
+            if answer.value is not None and supports is not None
+            else {}
+        )
         return CardAnswer(
             ok=answer.ok,
             card=answer.value.model_dump(mode="json") if answer.value is not None else None,
+            uncertain=uncertain,
             raw=answer.raw,
             problems=answer.problems,
             attempts=answer.attempts,

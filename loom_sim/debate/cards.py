@@ -241,6 +241,26 @@ def _sides(
     return reasons
 
 
+def uncertain_citations(
+    card: CruxCard, question: str, texts: dict[str, str], supports: Supports
+) -> dict[str, float]:
+    """The citations of a valid card that stand on the learned check alone, with a probability
+    near its threshold (message id -> that probability): a reader should check those first."""
+    found: dict[str, float] = {}
+    for position in card.positions:
+        wanted = _WANTED.get(position.stance)
+        if wanted is None:
+            continue
+        for cited in position.cites:
+            text = texts.get(cited)
+            if text is None or side(text, question) == wanted:
+                continue
+            verdict = supports(text, question, position.stance is Stance.YES)
+            if verdict.positive and verdict.uncertain:
+                found[cited] = verdict.probability
+    return found
+
+
 def _pydantic_reason(error: Any) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "the card"
     message = error["msg"]
@@ -261,6 +281,9 @@ class CardRecord(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int
     reading: str | None = None  # how its JSON was read (truncation: it was cut off, repaired)
     usage: Usage = msgspec.field(default_factory=Usage)
+    # cited message id -> the learned check's probability, for a citation that stands on that
+    # check alone near its threshold (MiniLM runs): read those first
+    uncertain: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class RejectedCard(msgspec.Struct, frozen=True, kw_only=True):

@@ -171,6 +171,7 @@ class CheckExit(Request[ExitVerdict], frozen=True):
 class CardAnswer(Body, frozen=True, kw_only=True):
     ok: bool
     card: dict[str, Any] | None = None
+    uncertain: dict[str, float] = msgspec.field(default_factory=dict)  # see CardRecord
     raw: str = ""
     problems: list[str] = msgspec.field(default_factory=list)
     attempts: int = 0

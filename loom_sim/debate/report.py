@@ -148,7 +148,11 @@ def _card_md(view: DebateView, room: RoomView) -> list[str]:
             f"{position['reasoning']} Would change their mind: {position['falsifier']}"
         )
         for mid, name, text in view.cited(position["cites"]):
-            out.append(f"  - {mid} ({name}): {text}")
+            near = room.card.uncertain.get(mid)
+            mark = (
+                f" *(uncertain: the learned check alone, {near:.2f})*" if near is not None else ""
+            )
+            out.append(f"  - {mid} ({name}): {text}{mark}")
     return out
 
 

@@ -182,6 +182,7 @@ class CruxRoom:
                 attempts=answer.attempts,
                 reading=answer.reading,
                 usage=answer.usage,
+                uncertain=answer.uncertain,
             )
             cards.cards.append(outcome)
         else:
