@@ -12,8 +12,10 @@ disagreement without negation words, off-topic bystanders) and scored:
   deterministic path: the gate, the scripted detector, corroboration; pairs it reports;
 * **citation_stance** (``debate_citation.jsonl``) — does a message support the stance it is
   cited for (a positive is a citation that supports it);
-* **crux_type** (``debate_crux_type.jsonl``) — the type read from a room's messages; precision
-  and recall are macro-averaged over the six types.
+* **crux_type** (``debate_crux_type.jsonl``) — the type the scripted card writer reads from a
+  room's messages by cue words; precision and recall are macro-averaged over the six types;
+* **crux_type_reading** — the same rooms, read by the learned crux-type check (MiniLM and the
+  cue counts), the second reading a card's type is shown beside.
 
 The deterministic path is what a debate runs by default: MiniLM similarity, and the learned
 pair and citation checks (:mod:`loom_sim.debate.learned`) beside the word readings — a pair
@@ -150,22 +152,25 @@ def _macro(pairs: list[tuple[str, str]]) -> tuple[float, float]:
     return sum(precisions) / len(TYPES), sum(recalls) / len(TYPES)
 
 
-def crux_types(split: str) -> dict[str, Any] | None:
-    """The crux type's macro precision and recall on ``split``, with 95 % percentile bootstrap
-    intervals over rooms (a macro average has no Wilson interval; 2,000 seeded resamples)."""
+def crux_types(
+    split: str, read: Callable[[list[str]], str] = crux_type, detector: str = "crux_type"
+) -> dict[str, Any] | None:
+    """A crux-type reading's macro precision and recall on ``split`` (the scripted card
+    writer's cue words by default), with 95 % percentile bootstrap intervals over rooms (a
+    macro average has no Wilson interval; 2,000 seeded resamples)."""
     import random
 
     items = [i for i in load("crux_type") if i["split"] == split]
     if not items:
         return None
-    pairs = [(crux_type(i["texts"]), i["type"]) for i in items]
+    pairs = [(read(i["texts"]), i["type"]) for i in items]
     precision, recall = _macro(pairs)
     draw = random.Random(0)
     samples = sorted(_macro(draw.choices(pairs, k=len(pairs))) for _ in range(2000))
     ps = sorted(p for p, _ in samples)
     rs = sorted(r for _, r in samples)
     return {
-        "detector": "crux_type",
+        "detector": detector,
         "path": "deterministic",
         "split": split,
         "n": len(items),
@@ -198,6 +203,11 @@ def measure(embedded: bool = False) -> list[dict[str, Any]]:
         "citation_stance[fallback]", "deterministic", load("citation"), citation(None)
     )
     rows += [row for split in SPLITS if (row := crux_types(split))]
+
+    def reading(texts: list[str]) -> str:
+        return learned.read_crux_type(embedding, texts).type
+
+    rows += [row for split in SPLITS if (row := crux_types(split, reading, "crux_type_reading"))]
     return rows
 
 

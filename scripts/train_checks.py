@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/train_checks.py            # every check
     .venv/bin/python scripts/train_checks.py loop       # one
+    .venv/bin/python scripts/train_checks.py crux_type  # the multi-class check
 
 Each check is a logistic regression (scikit-learn) over the features its module computes from
 the run's MiniLM embeddings. It is fitted on the **dev** split of its labelled items (the sets
@@ -12,8 +13,10 @@ The regularisation strength and the threshold are chosen by 5-fold cross-validat
 dev: the threshold with the best F-beta over the out-of-fold probabilities, ties going to the
 one nearest 0.5. The loop check uses F0.5 (precision weighs twice recall, since a finding
 makes the persona rewrite its draft, and a false one costs a call and a needless rewrite);
-the debate's citation and pair checks F1. Rows of one group (a window's pairs) stay in one
-fold. The file records its data card: the
+the debate's citation check F1, its pair check F2 (the gate only decides whether the detector
+model is asked). Rows of one group (a window's pairs) stay in one fold. The crux-type check is
+multi-class (a multinomial regression, no threshold): its regularisation is chosen by the
+cross-validated macro F1. The file records its data card: the
 sets, the counts, the cross-validated figures, the date and versions.
 """
 
@@ -178,6 +181,73 @@ def fit(name: str, spec: Spec, backend) -> dict[str, Any]:
     }
 
 
+def _crux_rows(backend, items):
+    from loom_sim.debate import learned
+
+    x = [learned.crux_features(backend, item["texts"]) for item in items]
+    y = [learned.CRUX_TYPES.index(item["type"]) for item in items]
+    return np.array(x), np.array(y)
+
+
+def _macro(y: np.ndarray, got: np.ndarray, classes: int) -> tuple[float, float]:
+    precisions, recalls = [], []
+    for k in range(classes):
+        tp = float(np.sum((got == k) & (y == k)))
+        precisions.append(tp / float(np.sum(got == k)) if np.any(got == k) else 1.0)
+        recalls.append(tp / float(np.sum(y == k)) if np.any(y == k) else 1.0)
+    return float(np.mean(precisions)), float(np.mean(recalls))
+
+
+def fit_choice(backend) -> dict[str, Any]:
+    """The crux-type check: a multinomial regression over the room's mean MiniLM vector and its
+    cue counts, its regularisation chosen by the 5-fold cross-validated macro F1 on dev."""
+    import sklearn
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    from loom_sim.debate import learned
+
+    items = _dev(("debate_crux_type",))
+    x, y = _crux_rows(backend, items)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-6] = 1.0
+    z = (x - mean) / scale
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    best = None
+    for c in (0.03, 0.1, 0.3, 1.0):
+        model = LogisticRegression(C=c, max_iter=5000)
+        got = cross_val_predict(model, z, y, cv=folds)
+        precision, recall = _macro(y, got, len(learned.CRUX_TYPES))
+        f = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        if best is None or round(f, 4) > best[0]:
+            best = (round(f, 4), c, precision, recall)
+    assert best is not None
+    _, c, precision, recall = best
+    model = LogisticRegression(C=c, max_iter=5000).fit(z, y)
+    return {
+        "classes": list(learned.CRUX_TYPES),
+        "features": list(learned.CRUX_FEATURES),
+        "mean": [_g(v) for v in mean],
+        "scale": [_g(v) for v in scale],
+        "coef": [[_g(v) for v in row] for row in model.coef_],
+        "intercept": [_g(v) for v in model.intercept_],
+        "card": {
+            "trained_on": "dev split only: debate_crux_type (authors' set, blind dev half)",
+            "n": len(y),
+            "per_type": {k: int(np.sum(y == i)) for i, k in enumerate(learned.CRUX_TYPES)},
+            "model": f"multinomial logistic regression, C={c}, standardised features",
+            "cross_validated_on_dev": {
+                "folds": 5,
+                "macro_precision": round(precision, 3),
+                "macro_recall": round(recall, 3),
+            },
+            "trained": datetime.datetime.now(datetime.UTC).date().isoformat(),
+            "scikit_learn": sklearn.__version__,
+            "script": "scripts/train_checks.py",
+        },
+    }
+
+
 def main(argv: list[str]) -> None:
     from loom_sim.signals.embedding import load_backend
 
@@ -185,7 +255,15 @@ def main(argv: list[str]) -> None:
     if backend.name != "embedding":
         raise SystemExit("the embedding model could not be loaded: the checks read MiniLM")
     specs = _specs()
-    for name in argv or list(specs):
+    if not argv or "crux_type" in argv:
+        data = fit_choice(backend)
+        (OUT / "crux_type.json").write_text(json.dumps(data) + "\n", encoding="utf-8")
+        figures = data["card"]["cross_validated_on_dev"]
+        print(
+            f"crux_type: n={data['card']['n']} cv macro precision "
+            f"{figures['macro_precision']:.2f} recall {figures['macro_recall']:.2f}"
+        )
+    for name in [n for n in argv if n != "crux_type"] if argv else list(specs):
         data = fit(name, specs[name], backend)
         (OUT / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         card = data["card"]

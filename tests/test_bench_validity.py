@@ -30,6 +30,7 @@ HELD_OUT = (
     "gate",
     "citation_stance",
     "crux_type",
+    "crux_type_reading",
 )
 
 

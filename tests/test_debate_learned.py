@@ -15,7 +15,7 @@ from loom_sim.debate.opposition import Claim, Similarity, signals_for, strongest
 from loom_sim.debate.settings import DetectionSettings
 from loom_sim.debate.stance import Side, side
 from loom_sim.signals.embedding import TfidfBackend, load_backend
-from loom_sim.signals.learned import UNCERTAIN, check
+from loom_sim.signals.learned import UNCERTAIN, check, choice
 
 QUESTION = "The night ferry pays for itself."
 PAID = "Every sailing I take is packed and the fares more than cover the crew."
@@ -121,6 +121,27 @@ def test_a_citation_that_stands_on_the_learned_check_alone_near_its_threshold_is
     assert near == {"m5": verdict.probability}  # m3 stands on the words; m1 far from the bar
 
 
+def test_the_crux_type_check_reads_a_type_argued_without_its_cue_words(backend):
+    """A values dispute argued in other words: the cue words see none ("claim"), the learned
+    reading sees values; its file is the multi-class check the script fits on dev items."""
+    from loom_sim.debate.crux_type import crux_type
+
+    fitted = choice("crux_type")
+    assert fitted.classes == learned.CRUX_TYPES and fitted.coef.shape == (6, 390)
+    assert fitted.card["trained_on"].startswith("dev split only")
+    room = [
+        "It's about what kind of neighbours we want to be. You don't leave people behind.",
+        "Being kind with other people's money is easy. I'd spend it on the young.",
+        "Then say plainly that the old don't count for much to you.",
+    ]
+    assert crux_type(room) == "claim"
+    reading = learned.read_crux_type(backend, room)
+    assert reading.type == "values", reading
+    probabilities = fitted.probabilities(learned.crux_features(backend, room))
+    ranked = sorted(probabilities.values(), reverse=True)
+    assert reading.uncertain == (ranked[0] - ranked[1] < UNCERTAIN)
+
+
 def _window() -> list[Claim]:
     return [
         Claim("m0", "dee", "The bypass will bring the high street back to life. People linger."),
@@ -193,3 +214,8 @@ def test_a_debate_records_and_reports_the_learned_reading_of_each_round(tmp_path
     opposed = next(s for s in signals if s["opposed"])
     assert f"{opposed['learned']:.2f} opposed" in markdown
     assert f"{opposed['learned']:.2f} opposed" in (out / "report.html").read_text()
+    [card] = json.loads((out / "cards.json").read_text())["cards"]
+    reading = card["type_reading"]
+    assert reading["type"] in learned.CRUX_TYPES and 0.0 < reading["probability"] <= 1.0
+    said = "agrees" if reading["type"] == card["card"]["type"] else f"reads {reading['type']}"
+    assert f"disagreement (the learned reading {said}, {reading['probability']:.2f}" in markdown

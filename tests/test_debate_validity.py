@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from validity_debate import measure
 
-REACHED = ("gate", "disagreement", "citation_stance", "crux_type")
+REACHED = ("gate", "disagreement", "citation_stance", "crux_type", "crux_type_reading")
 #: Measured with the words alone and TF-IDF too: what runs where MiniLM cannot load
 FALLBACKS = ("gate", "disagreement", "citation_stance")
 

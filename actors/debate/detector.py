@@ -10,7 +10,8 @@ found, each finding corroborated or not by those readings; ``CheckExit`` ->
 ``ExitVerdict``: has a room surfaced its crux?;
 ``ExtractCard`` -> ``CardAnswer``: the room's crux card, every citation validated (by the
 clause reading, or with MiniLM by the learned citation check too), asked again with the
-reasons when it fails.
+reasons when it fails; with MiniLM, the learned crux-type check's reading of the room beside
+the type the card gives.
 
 Every model call is a structured call (:func:`loom_sim.judging.structured.ask_json`) over a
 fenced transcript, at the role's low temperature, seeded by (debate seed, round or room).
@@ -222,11 +223,12 @@ class DetectorActor(Actor):
         pair = (request.pair[0], request.pair[1])
         people = [(p, self._setup.names.get(p, p)) for p in request.pair]
         nonce = self._nonce(f"card:{request.room}", 0)
+        texts = {line.id: line.text for line in lines}
         backend = (await self._ready()).backend
         supports = None
         if backend.name == "embedding":  # the learned citation check reads embeddings
-            texts = [request.question, *(line.text for line in lines)]
-            await trio.to_thread.run_sync(backend.vectors, learned.texts_to_embed(texts))
+            embed = learned.texts_to_embed([request.question, *texts.values()])
+            await trio.to_thread.run_sync(backend.vectors, embed)
             supports = partial(learned.supports, backend)
         answer = await self._ask(
             "card",
@@ -240,23 +242,28 @@ class DetectorActor(Actor):
                 authors=authors,
                 names=self._setup.names,
                 question=request.question,
-                texts={line.id: line.text for line in lines},
+                texts=texts,
                 supports=supports,
             ),
             key=(f"card:{request.room}", 0),
             attempts=self._setup.settings.rooms.card_attempts,
         )
-        uncertain = (
-            uncertain_citations(
-                answer.value, request.question, {x.id: x.text for x in lines}, supports
-            )
-            if answer.value is not None and supports is not None
-            else {}
-        )
+        uncertain: dict[str, float] = {}
+        reading: dict[str, Any] | None = None
+        if answer.value is not None and supports is not None:
+            uncertain = uncertain_citations(answer.value, request.question, texts, supports)
+            room = [line.text for line in request.lines]
+            found = await trio.to_thread.run_sync(learned.read_crux_type, backend, room)
+            reading = {
+                "type": found.type,
+                "probability": found.probability,
+                "uncertain": found.uncertain,
+            }
         return CardAnswer(
             ok=answer.ok,
             card=answer.value.model_dump(mode="json") if answer.value is not None else None,
             uncertain=uncertain,
+            type_reading=reading,
             raw=answer.raw,
             problems=answer.problems,
             attempts=answer.attempts,

@@ -284,6 +284,9 @@ class CardRecord(msgspec.Struct, frozen=True, kw_only=True):
     # cited message id -> the learned check's probability, for a citation that stands on that
     # check alone near its threshold (MiniLM runs): read those first
     uncertain: dict[str, float] = msgspec.field(default_factory=dict)
+    # the learned crux-type check's reading of the room (MiniLM runs): type, probability,
+    # uncertain; shown beside the type the card's writer gave
+    type_reading: dict[str, Any] | None = None
 
 
 class RejectedCard(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,6 +16,10 @@ What each check reads, and why:
   side, the negations of its closest clause and of the whole message (a denial reads close
   to what it denies), and whether it asks. Each signed feature is multiplied by the stance
   (+1 for YES, -1 for NO), so one set of weights reads both.
+* **crux type** — a crux room's messages: what kind of disagreement they argue (horizon,
+  evidence, values, definition, claim, premise), from the mean of their MiniLM vectors and
+  the count of each type's cue words. It reads a card's type a second time, beside the one
+  its writer gave, so a reader sees where they differ.
 * **pair** — two personas in a window: over every pair of their messages (the later against
   the earlier), the closeness of the messages and of their closest clauses, the opposition
   signal's factor and its reading (opposite sides, same side), whether the later replies to
@@ -32,11 +36,12 @@ from itertools import combinations
 import msgspec
 import numpy as np
 
+from loom_sim.debate.crux_type import cue_counts
 from loom_sim.debate.messages import PairSignal
 from loom_sim.debate.opposition import Claim, contrast
 from loom_sim.debate.stance import Side, clauses, flips, side
 from loom_sim.signals.embedding import Backend
-from loom_sim.signals.learned import UNCERTAIN, LearnedCheck, check
+from loom_sim.signals.learned import UNCERTAIN, LearnedCheck, check, choice
 
 CITATION_FEATURES = (
     "rule_side",  # the clause reading: +1 for, -1 against, 0 neither (times the stance)
@@ -61,6 +66,13 @@ _PAIR_PARTS = (
     "asks",
 )
 PAIR_FEATURES = tuple(f"{part}_{how}" for how in ("max", "mean") for part in _PAIR_PARTS)
+
+#: The six types a crux card names, in the order the crux-type check's classes are fitted.
+CRUX_TYPES = ("horizon", "evidence", "values", "definition", "claim", "premise")
+CRUX_FEATURES = (
+    *(f"embedding_{i}" for i in range(384)),  # the mean MiniLM vector of the room's messages
+    *(f"cues_{kind}" for kind in CRUX_TYPES),  # the cue words of each type, counted
+)
 
 
 def _parts(text: str) -> list[str]:
@@ -191,3 +203,24 @@ def with_readings(
             )
         )
     return out
+
+
+def crux_features(backend: Backend, texts: Sequence[str]) -> np.ndarray:
+    counts = cue_counts(texts)
+    mean = backend.vectors(list(texts)).mean(axis=0) if texts else np.zeros(384)
+    return np.concatenate([mean, [float(counts[kind]) for kind in CRUX_TYPES]])
+
+
+@dataclass(frozen=True)
+class TypeReading:
+    """The crux-type check's reading of a room: its type, probability, and whether the runner-
+    up lies within :data:`~loom_sim.signals.learned.UNCERTAIN` of it."""
+
+    type: str
+    probability: float
+    uncertain: bool
+
+
+def read_crux_type(backend: Backend, texts: Sequence[str]) -> TypeReading:
+    kind, p, uncertain = choice("crux_type").decide(crux_features(backend, texts))
+    return TypeReading(kind, round(p, 4), uncertain)

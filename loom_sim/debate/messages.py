@@ -172,6 +172,7 @@ class CardAnswer(Body, frozen=True, kw_only=True):
     ok: bool
     card: dict[str, Any] | None = None
     uncertain: dict[str, float] = msgspec.field(default_factory=dict)  # see CardRecord
+    type_reading: dict[str, Any] | None = None  # see CardRecord
     raw: str = ""
     problems: list[str] = msgspec.field(default_factory=list)
     attempts: int = 0

@@ -64,6 +64,9 @@ class DebateView:
         spec = self.record.models.get("card", {}).get("spec", "")
         return card_trust(spec, detection.get("similarity", "embedding"))
 
+    def type_reading(self, given: str, reading: dict[str, Any] | None) -> str:
+        return type_reading(given, reading)
+
     def cited(self, ids: list[str]) -> list[tuple[str, str, str]]:
         """(id, speaker name, text) of each cited message ("?" when it is not in the files)."""
         out = []
@@ -127,6 +130,16 @@ def _turn_md(view: DebateView, turn: ChatTurn) -> str:
     return f"- {head}: {body}{redrafts}"
 
 
+def type_reading(given: str, reading: dict[str, Any] | None) -> str:
+    """The learned check's reading of a card's type, as the report shows it beside the type
+    the card's writer gave ("" when there is none: a TF-IDF run)."""
+    if not reading:
+        return ""
+    said = "agrees" if reading["type"] == given else f"reads {reading['type']}"
+    near = ", uncertain" if reading.get("uncertain") else ""
+    return f" (the learned reading {said}, {reading['probability']:.2f}{near})"
+
+
 def _card_md(view: DebateView, room: RoomView) -> list[str]:
     if room.card is None:
         if room.rejected is not None:
@@ -134,7 +147,8 @@ def _card_md(view: DebateView, room: RoomView) -> list[str]:
         return ["No card yet (the room did not finish)."]
     card = room.card.card
     out = [
-        f"**{room.card.id}: {card['crux']}** — {card['type']} disagreement, "
+        f"**{room.card.id}: {card['crux']}** — {card['type']} disagreement"
+        f"{type_reading(card['type'], room.card.type_reading)}, "
         f"{'resolved' if card['resolved'] else 'unresolved'}",
         "",
         f"{card['diagnosis']} ({', '.join(card['diagnosis_cites'])})",

@@ -18,6 +18,7 @@ LABELS = {
     "disagreement": "a detection round with the scripted detector",
     "citation_stance": "the citation stance check",
     "crux_type": "the scripted card writer's crux type",
+    "crux_type_reading": "the learned reading of the type",
 }
 
 

@@ -144,6 +144,11 @@ def card_trust(card_writer: str, similarity: str = "embedding") -> str:
     )
     kind = figures.get("crux_type")
     text = f"Each citation is checked to take its side ({figures.date}: {stance}); "
+    reading = figures.get("crux_type_reading") if similarity == "embedding" else None
+    second = f"; beside each card's type, {reading}" if reading is not None else ""
     if card_writer == SCRIPTED_CARD:
-        return text + f"{kind}."
-    return text + f"the type is {card_writer}'s judgement, whose error loom-sim has not measured."
+        return text + f"{kind}{second}."
+    return (
+        text + f"the type is {card_writer}'s judgement, whose error loom-sim has not measured"
+        f"{second}."
+    )

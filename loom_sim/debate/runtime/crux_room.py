@@ -183,6 +183,7 @@ class CruxRoom:
                 reading=answer.reading,
                 usage=answer.usage,
                 uncertain=answer.uncertain,
+                type_reading=answer.type_reading,
             )
             cards.cards.append(outcome)
         else:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LearnedCheck", "check"]
+__all__ = ["LearnedCheck", "LearnedChoice", "check", "choice"]
 
 
 @dataclass(frozen=True)
@@ -77,5 +77,52 @@ def check(name: str) -> LearnedCheck:
         coef=np.asarray(data["coef"], dtype=np.float64),
         intercept=float(data["intercept"]),
         threshold=float(data["threshold"]),
+        card=data["card"],
+    )
+
+
+@dataclass(frozen=True)
+class LearnedChoice:
+    """A fitted multinomial logistic regression: one of ``classes`` for a feature vector,
+    ``softmax(((x - mean) / scale) @ coef.T + intercept)``. Its answer is uncertain when the
+    two likeliest classes lie within :data:`UNCERTAIN` of each other."""
+
+    name: str
+    classes: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray  # (classes, features)
+    intercept: np.ndarray
+    card: dict[str, Any]
+
+    def probabilities(self, x: np.ndarray) -> dict[str, float]:
+        if x.shape != self.mean.shape:
+            raise ValueError(f"{self.name} expects {self.mean.shape[0]} features, got {x.shape}")
+        z = self.coef @ ((x - self.mean) / self.scale) + self.intercept
+        if not np.all(np.isfinite(z)):
+            raise ValueError(f"{self.name}: features give no finite score")
+        e = np.exp(z - z.max())
+        p = e / e.sum()
+        return {c: float(v) for c, v in zip(self.classes, p, strict=True)}
+
+    def decide(self, x: np.ndarray) -> tuple[str, float, bool]:
+        """(the likeliest class, its probability, uncertain)."""
+        ranked = sorted(self.probabilities(x).items(), key=lambda kv: -kv[1])
+        top, p = ranked[0]
+        runner = ranked[1][1] if len(ranked) > 1 else 0.0
+        return top, p, p - runner < UNCERTAIN
+
+
+@cache
+def choice(name: str) -> LearnedChoice:
+    """The shipped multi-class check ``name`` (``crux_type``)."""
+    data = json.loads(files("loom_sim.signals.learned").joinpath(f"{name}.json").read_text())
+    return LearnedChoice(
+        name=name,
+        classes=tuple(data["classes"]),
+        mean=np.asarray(data["mean"], dtype=np.float64),
+        scale=np.asarray(data["scale"], dtype=np.float64),
+        coef=np.asarray(data["coef"], dtype=np.float64),
+        intercept=np.asarray(data["intercept"], dtype=np.float64),
         card=data["card"],
     )
