@@ -1,5 +1,6 @@
 """The debate's checks learned from labelled examples: does a cited message take the side it is
-cited for, and does a pair of personas oppose each other in a window?
+cited for, does a pair of personas oppose each other in a window, and what kind of
+disagreement does a crux room argue?
 
 Why: the clause reading of :mod:`~loom_sim.debate.stance` matches words. On citations and
 windows nobody wrote it for (paraphrase, "loses money" against "more than covers its crew",
