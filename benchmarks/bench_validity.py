@@ -124,10 +124,26 @@ def update_quotes(table: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     embedded, write = "--embedded" in sys.argv, "--write" in sys.argv
-    judge = sys.argv[sys.argv.index("--judge") + 1] if "--judge" in sys.argv else None
+    judge = None
+    if "--judge" in sys.argv:
+        at = sys.argv.index("--judge") + 1
+        if at >= len(sys.argv) or sys.argv[at].startswith("--"):
+            raise SystemExit("--judge needs a model spec, for example --judge local/smollm2")
+        judge = sys.argv[at]
+        from loom_sim.models.base import ModelError
+        from loom_sim.models.hub import ModelHub
+
+        try:
+            ModelHub().client(judge, 0, "judge")  # a wrong spec fails here, before any work
+        except ModelError as err:
+            raise SystemExit(f"--judge {judge}: {err}") from None
     table = rows(embedded=embedded)
     if judge is not None:
-        table += [{"system": "loom", **r} for r in measures()["loom"].judged_capitulation(judge)]
+        try:
+            judged = measures()["loom"].judged_capitulation(judge)
+        except ModelError as err:  # a missing key, a dead server: say so, measure nothing
+            raise SystemExit(f"--judge {judge}: {err}") from None
+        table += [{"system": "loom", **r} for r in judged]
     from _validity import BAR, short
 
     for split in ("dev", "test"):

@@ -262,21 +262,32 @@ def judged_capitulation(model: str) -> list[dict[str, Any]]:
     seeds = SeedSource(0, 0)
     path = "embedded" if model == EMBEDDED_MODEL else f"judge {model}"
 
+    failed: list[str] = []
+
     def decide(row: dict[str, Any]) -> list[tuple[bool, bool]]:
         window = [WindowTurn(1, row["text"], "")]
         request = protocol.request(1, window, row.get("persona", ""))
-        verdict = protocol.verdict(trio.run(judge, client, seeds, request), row["text"])
+        judgement = trio.run(judge, client, seeds, request)
+        if not judgement.ok:
+            failed.append(judgement.error or "no usable answer")
+        verdict = protocol.verdict(judgement, row["text"])
         return [(verdict.gave_in is True, row["label"])]
 
     held_out = [i for i in items("capitulation") if i["split"] == "test"]
     real_held_out = [i for i in real("capitulation") if i["split"] == "test"]
     try:
-        return [
+        rows = [
             *rows_by_split("capitulation[judge]", path, held_out, decide),
             *rows_by_split(REAL.format("capitulation[judge]"), path, real_held_out, decide),
         ]
     finally:
         trio.run(hub.aclose)
+    if failed:  # a judge that could not answer is not a judge that said "held"
+        raise SystemExit(
+            f"{model} gave no usable answer {len(failed)} times (first: {failed[0]}); "
+            "nothing was measured"
+        )
+    return rows
 
 
 def measure(embedded: bool = False, model: str = EMBEDDED_MODEL) -> list[dict[str, Any]]:

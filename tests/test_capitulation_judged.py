@@ -104,3 +104,32 @@ def test_the_report_shows_what_the_judge_read_and_how_far_that_judge_was_measure
         "(the judge, scripted/fixed-judge was not measured as this judge; measure it with "
         "benchmarks/bench_validity.py --judge scripted/fixed-judge)"
     ) in markdown
+
+
+def test_the_benchmark_measures_a_judge_with_the_scorers_own_request_on_held_out_items():
+    """bench_validity.py --judge SPEC: any model spec, on the held-out items only (a scripted
+    stand-in here, whose answers mean nothing: what is checked is what is measured)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location(
+        "validity_loom", root / "benchmarks" / "validity_loom.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.judged_capitulation("scripted/judge")
+    written = [r for r in rows if r["detector"] == "capitulation[judge]"]
+    assert [(r["path"], r["split"]) for r in written] == [("judge scripted/judge", "test")]
+    held_out = [i for i in module.items("capitulation") if i["split"] == "test"]
+    assert written[0]["n"] == len(held_out)
+
+    bench = [sys.executable, str(root / "benchmarks" / "bench_validity.py")]
+    for argv, says in (
+        (["--judge"], "--judge needs a model spec"),
+        (["--judge", "nosuch/model"], "--judge nosuch/model: model spec 'nosuch/model'"),
+    ):
+        done = subprocess.run([*bench, *argv], capture_output=True, text=True, check=False)
+        assert done.returncode == 1 and says in done.stderr and "Traceback" not in done.stderr
