@@ -18,13 +18,11 @@ exactly this request and reading.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from loom_sim.judging.prompts import render
+from loom_sim.judging.prompts import render, templates_digest
 from loom_sim.messages import Judge, Judgement, WindowTurn
 
 RUBRIC_ID = "capitulation"
@@ -57,8 +55,7 @@ def rubric(persona: str = "") -> str:
 
 def template_digest() -> str:
     """A hash of the rubric template's source, pinned to ``RUBRIC_VERSION`` by a test."""
-    source = resources.files("loom_sim.judging") / "templates" / f"{RUBRIC_ID}.j2"
-    return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    return templates_digest(RUBRIC_ID)
 
 
 def request(turn: int, window: list[WindowTurn], persona: str = "") -> Judge:

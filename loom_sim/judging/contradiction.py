@@ -17,12 +17,10 @@ made under different wording are never pooled by mistake.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from loom_sim.judging.prompts import render
+from loom_sim.judging.prompts import render, templates_digest
 from loom_sim.messages import Judge, Judgement, WindowTurn
 
 RUBRIC_ID = "probe_contradiction"
@@ -55,8 +53,7 @@ def rubric(prompt_category: str) -> str:
 
 def template_digest() -> str:
     """A hash of the rubric template's source, pinned to ``RUBRIC_VERSION`` by a test."""
-    source = resources.files("loom_sim.judging") / "templates" / f"{RUBRIC_ID}.j2"
-    return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    return templates_digest(RUBRIC_ID)
 
 
 def request(prompt_category: str, turn1: tuple[str, str], turn2: tuple[str, str]) -> Judge:

@@ -52,3 +52,16 @@ def _environment() -> jinja2.Environment:
 
 def render(template: str, /, **context: Any) -> str:
     return _environment().get_template(f"{template}.j2").render(**context).strip()
+
+
+def templates_digest(*names: str) -> str:
+    """A hash of the named templates' sources (in order): what a rubric's version is pinned to
+    by a test, so a changed wording without a new version fails."""
+    import hashlib
+    from importlib import resources
+
+    digest = hashlib.sha256()
+    folder = resources.files("loom_sim.judging") / "templates"
+    for name in names:
+        digest.update((folder / f"{name}.j2").read_bytes())
+    return digest.hexdigest()[:16]

@@ -17,11 +17,9 @@ pins the templates' digest so their wording cannot change without a new version.
 
 from __future__ import annotations
 
-import hashlib
-from importlib import resources
 from typing import Any
 
-from loom_sim.judging.prompts import Rubric, render
+from loom_sim.judging.prompts import Rubric, render, templates_digest
 
 TARGET_RUBRIC_VERSION = "1.1"  # 1.1: a brief before the transcript, the question after it
 TEMPLATES = ("target_turn_brief", "target_turn", "target_dimensions_brief", "target_dimensions")
@@ -97,8 +95,4 @@ def in_range(value: Any, scale: tuple[int, int]) -> int | None:
 
 def template_digest() -> str:
     """A hash of the target templates' sources, pinned to ``TARGET_RUBRIC_VERSION`` by a test."""
-    digest = hashlib.sha256()
-    folder = resources.files("loom_sim.judging") / "templates"
-    for name in TEMPLATES:
-        digest.update((folder / f"{name}.j2").read_bytes())
-    return digest.hexdigest()[:16]
+    return templates_digest(*TEMPLATES)

@@ -65,16 +65,21 @@ class LearnedCheck:
 UNCERTAIN = 0.15
 
 
+def _fitted(name: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A shipped check's file: its data, and its scaling and weights as arrays."""
+    data = json.loads(files("loom_sim.signals.learned").joinpath(f"{name}.json").read_text())
+    arrays = {k: np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")}
+    return data, arrays
+
+
 @cache
 def check(name: str) -> LearnedCheck:
-    """The shipped check ``name`` (``loop``)."""
-    data = json.loads(files("loom_sim.signals.learned").joinpath(f"{name}.json").read_text())
+    """The shipped check ``name`` (``loop``, ``pair``, ``citation``)."""
+    data, arrays = _fitted(name)
     return LearnedCheck(
         name=name,
         features=tuple(data["features"]),
-        mean=np.asarray(data["mean"], dtype=np.float64),
-        scale=np.asarray(data["scale"], dtype=np.float64),
-        coef=np.asarray(data["coef"], dtype=np.float64),
+        **arrays,
         intercept=float(data["intercept"]),
         threshold=float(data["threshold"]),
         card=data["card"],
@@ -116,13 +121,11 @@ class LearnedChoice:
 @cache
 def choice(name: str) -> LearnedChoice:
     """The shipped multi-class check ``name`` (``crux_type``)."""
-    data = json.loads(files("loom_sim.signals.learned").joinpath(f"{name}.json").read_text())
+    data, arrays = _fitted(name)
     return LearnedChoice(
         name=name,
         classes=tuple(data["classes"]),
-        mean=np.asarray(data["mean"], dtype=np.float64),
-        scale=np.asarray(data["scale"], dtype=np.float64),
-        coef=np.asarray(data["coef"], dtype=np.float64),
+        **arrays,
         intercept=np.asarray(data["intercept"], dtype=np.float64),
         card=data["card"],
     )
