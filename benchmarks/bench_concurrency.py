@@ -10,7 +10,8 @@ CPU too (reaped at the run's end), and their start-up is inside the measurement.
 Each turn makes two model calls (persona, interlocutor), so the ideal is
 10 turns x 2 calls x 100 ms = 2 s whatever K is; efficiency is the ideal over the server's
 window, from the first request it gets to the last reply it sends. The fake server runs in its
-own process; CPU per call is this process's CPU time over the calls it made.
+own process; CPU per call is this process's CPU time over the calls it made (with its worker
+processes'); ``server`` is the fake server's own CPU per call, its share of the same cores.
 
 ``--monitors`` sets the stagnation monitor: ``off``; ``tfidf``; ``default``, as shipped — the
 config's defaults, MiniLM embeddings from the run's embedding service. With ``default`` every
@@ -289,16 +290,18 @@ def main() -> None:
             + f"; median of {args.repeats}"
         )
         print(
-            f"{'K':>5} {'window s':>9} {'efficiency':>10} {'wall s':>7} {'CPU ms/call':>12} "
+            f"{'K':>5} {'window s':>9} {'efficiency':>10} {'wall s':>7} {'CPU ms/call':>12} {'server':>7} "
             f"{'longest stall ms (CPU)':>22} {'steps >2ms':>10} {'embedded':>9} "
             f"{'peak RSS MiB':>13} "
             f"{'load avg':>9}"
         )
         for k in (int(x) for x in args.k.split(",")):
             windows, samples, stalls, cpus, steps, embedded, loads = [], [], [], [], [], [], []
+            server_cpu: list[float] = []
             calls_per_run = 0
             for _ in range(args.repeats):
-                before = server_stats(server, reset=True)["requests"]
+                reset = server_stats(server, reset=True)
+                before = reset["requests"]
                 before_counts = _counts()
                 loads.append(os.getloadavg()[0])
                 sample, stall, counts = one_run(
@@ -307,6 +310,7 @@ def main() -> None:
                 after = server_stats(server)
                 calls_per_run = after["requests"] - before - 1  # not the /stats call itself
                 windows.append(after["window_s"])
+                server_cpu.append((after["cpu_s"] - reset["cpu_s"]) / calls_per_run)
                 samples.append(sample)
                 if stall is not None:
                     stalls.append(stall.longest)
@@ -317,7 +321,7 @@ def main() -> None:
             window = sorted(windows)[len(windows) // 2]
             print(
                 f"{k:>5} {window:9.2f} {IDEAL_S / window:10.2f} {result.wall_s:7.2f} "
-                f"{result.cpu_s * 1e3 / calls_per_run:12.3f} "
+                f"{result.cpu_s * 1e3 / calls_per_run:12.3f} {mid(server_cpu) * 1e3:7.3f} "
                 + (
                     f"{mid(stalls) * 1e3:14.1f} ({mid(cpus) * 1e3:5.1f}) {int(mid(steps)):10d} "
                     if stalls

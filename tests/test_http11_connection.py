@@ -1,4 +1,4 @@
-"""The fast path's HTTP/1.1 connection (h11 on a trio socket): a request's head and body leave
+"""The fast path's HTTP/1.1 connection (on a bare socket): a request's head and body leave
 in one send; the connection is kept alive and reused; a server that closes early, floods or
 answers with an error gets httpx's transport errors and the reply's headers."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 
 import httpx
 import pytest
@@ -41,13 +42,14 @@ async def _post(conn: HTTP11Connection, body: bytes, max_bytes: int = 1 << 20):
 
 async def test_requests_go_out_in_one_send_each_on_one_kept_alive_connection(server, monkeypatch):
     sends: list[int] = []
-    real = trio.SocketStream.send_all
+    real = socket.socket.send
 
-    async def counted(self, data):
-        sends.append(len(data))
-        await real(self, data)
+    def counted(self, data, *flags):
+        sent = real(self, data, *flags)
+        sends.append(sent)
+        return sent
 
-    monkeypatch.setattr(trio.SocketStream, "send_all", counted)
+    monkeypatch.setattr(socket.socket, "send", counted)
     body = json.dumps(
         {"model": "fake", "messages": [{"role": "user", "content": "Hello there."}]}
     ).encode()
@@ -58,7 +60,7 @@ async def test_requests_go_out_in_one_send_each_on_one_kept_alive_connection(ser
         assert reply.status == 200
         assert json.loads(reply.content)["choices"][0]["message"]["content"]
         assert conn.reusable()
-        sockets.append(conn._stream.socket.fileno())
+        sockets.append(conn._sock.fileno())
     await conn.aclose()
     assert len(sends) == 3  # head and body together, once per request
     assert all(size > len(body) for size in sends)
@@ -129,3 +131,57 @@ async def test_a_refused_connection_is_a_connect_error():
     conn = HTTP11Connection("127.0.0.1", port, keepalive_s=30.0)
     with pytest.raises(httpx.ConnectError):
         await _post(conn, b"{}")
+
+
+async def test_a_chunked_reply_is_put_together_with_its_extensions_and_trailers():
+    answer = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;note=x\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n"
+    )
+    reply, reusable = await _against(answer)
+    assert (reply.status, reply.content) == (200, b"hello, world")
+    assert not reusable  # the server closed it after answering
+
+
+async def test_an_informational_reply_is_skipped_and_a_close_framed_body_read_to_its_end():
+    answer = b'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\nContent-Type: x\r\n\r\n{"a": 1}'
+    reply, reusable = await _against(answer)
+    assert (reply.status, reply.content) == (200, b'{"a": 1}')
+    assert not reusable
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (b"SPDY/3 200 OK\r\n\r\n", "status line"),
+        (b"HTTP/1.1 2x0 OK\r\n\r\n", "status is not a number"),
+        (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "malformed header"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\nabcd", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", "Transfer-Encoding"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", "longer"),
+    ],
+)
+async def test_a_malformed_reply_is_a_protocol_error_that_says_what(answer, said):
+    with pytest.raises(httpx.RemoteProtocolError, match=said):
+        await _against(answer)
+
+
+async def test_bytes_beyond_the_reply_end_the_connection_s_reuse(server):
+    reply, reusable = await _against(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}extra")
+    assert reply.content == b"{}"
+    assert not reusable
+
+
+async def test_a_header_value_with_a_line_break_is_refused_before_sending(server):
+    conn = HTTP11Connection("127.0.0.1", server.port, keepalive_s=30.0)
+    with pytest.raises(httpx.LocalProtocolError):
+        await conn.post(
+            b"/v1/chat/completions",
+            ((b"Authorization", b"Bearer x\r\nX-Injected: 1"),),
+            b"{}",
+            max_bytes=1000,
+            received=Received(),
+            connect_s=5.0,
+        )
+    await conn.aclose()

@@ -52,3 +52,35 @@ def test_the_fast_tokenizer_gives_the_ids_transformers_gives():
     assert [e.ids for e in fast] == expected["input_ids"]
     assert [e.attention_mask for e in fast] == expected["attention_mask"]
     assert [e.type_ids for e in fast] == expected["token_type_ids"]
+
+
+def test_weights_digest_is_remembered_per_file(tmp_path, monkeypatch):
+    """The weights are hashed once per file: a second load reads the note; a file replaced
+    in place (another size or change time) is hashed again."""
+    import hashlib
+    import os
+
+    monkeypatch.setenv("LOOM_SIM_CACHE", str(tmp_path / "cache"))
+    model = tmp_path / "model"
+    model.mkdir()
+    weights = model / "model.safetensors"
+    weights.write_bytes(b"first weights")
+    first = onnx_minilm._weights_digest(model)
+    assert first == hashlib.sha256(b"first weights").hexdigest()[:16]
+    assert len(list((tmp_path / "cache" / "digests").iterdir())) == 1
+
+    opened = []
+    real_open = Path.open
+    monkeypatch.setattr(
+        Path, "open", lambda self, *a, **k: opened.append(self) or real_open(self, *a, **k)
+    )
+    assert onnx_minilm._weights_digest(model) == first
+    assert weights not in opened  # read from the note, not hashed again
+
+    weights.write_bytes(b"other weights, longer")
+    os.utime(weights, ns=(1, 2))
+    assert (
+        onnx_minilm._weights_digest(model)
+        == hashlib.sha256(b"other weights, longer").hexdigest()[:16]
+    )
+    assert weights in opened

@@ -12,12 +12,11 @@ decides throughput. Measured on this machine against the zero-latency fake serve
 redirect plumbing we never use, and httpcore's connection pool, which rescans every
 connection (quadratically, in ``_assign_requests_to_connections``) and polls each idle socket
 on every request and every release. So for plain-``http://`` servers with no proxy in the
-environment, :class:`HTTPPool` keeps an O(1) free list of keep-alive connections, each h11 —
-the HTTP/1.1 library httpx itself speaks through — on a trio socket
-(:mod:`loom_sim.models.http11`, which says why not httpcore's connection). ``https://`` URLs
-and proxied ones (remote APIs, where a call takes seconds and TLS, proxies and
-``SSL_CERT_FILE`` matter more than a fraction of a millisecond) go through
-``httpx.AsyncClient`` unchanged.
+environment, :class:`HTTPPool` keeps an O(1) free list of keep-alive connections, each a
+bare socket speaking the little of HTTP/1.1 a model call needs (:mod:`loom_sim.models.http11`,
+which says why not httpcore's connection, nor h11). ``https://`` URLs and proxied ones
+(remote APIs, where a call takes seconds and TLS, proxies and ``SSL_CERT_FILE`` matter more
+than a fraction of a millisecond) go through ``httpx.AsyncClient`` unchanged.
 
 Both paths share the rest: the body arrives encoded (``msgspec``), URL, headers and timeouts
 are built once per client, calls wait for a connection slot in trio (cheap) rather than in a
@@ -229,7 +228,7 @@ class HTTPPool:
             with trio.CancelScope(shield=True):  # a half-used connection is never reused
                 await conn.aclose()
             raise
-        if not self._closed and conn.reusable():
+        if not self._closed and conn.settled():  # whether still open: asked at checkout
             self._idle.append(conn)
         else:
             await conn.aclose()

@@ -113,6 +113,7 @@ class _State:
             "faults_by_kind": dict(self.faults_injected),
             "in_flight": self.in_flight,
             "peak_in_flight": self.peak_in_flight,
+            "cpu_s": time.process_time(),  # the server's own CPU: its share of a shared machine
             "window_s": (self.last_reply - self.first_request)
             if self.first_request is not None and self.last_reply is not None
             else None,
