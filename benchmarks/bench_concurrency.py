@@ -290,7 +290,8 @@ def main() -> None:
             + f"; median of {args.repeats}"
         )
         print(
-            f"{'K':>5} {'window s':>9} {'efficiency':>10} {'wall s':>7} {'CPU ms/call':>12} {'server':>7} "
+            f"{'K':>5} {'window s':>9} {'efficiency':>10} {'wall s':>7} {'CPU ms/call':>12} "
+            f"{'server':>7} "
             f"{'longest stall ms (CPU)':>22} {'steps >2ms':>10} {'embedded':>9} "
             f"{'peak RSS MiB':>13} "
             f"{'load avg':>9}"

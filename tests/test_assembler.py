@@ -200,3 +200,30 @@ def test_a_scheduled_emergency_travels_with_the_plan(marcus):
     plan = marcus.plan(12, emergency="[STAGNATION DETECTED: say something new]", prompt="injected")
     assert plan.emergency == "[STAGNATION DETECTED: say something new]"
     assert plan.injection == "reminder" and plan.prompt is None  # not a full-injection turn
+
+
+def test_rollouts_of_one_config_share_built_blocks_equal_to_fresh_ones(marcus):
+    """The builder keeps the blocks it built: a second rollout of the same config object gets
+    the very blocks of the first, and each equals what a builder with nothing kept builds (a
+    key missing an input would hand one turn's blocks to another)."""
+    from loom_sim.assembler.prompt_builder import PromptBuilder
+
+    second = Assembler(marcus.config, turns=50)
+    assert second.builder is marcus.builder
+    fresh = PromptBuilder(marcus.config)
+    for turn in range(50):
+        for revealed in ((), tuple(r.topic for r in marcus.plan(turn).revelations[:1])):
+            shared = second.plan(turn, revealed=revealed).prompt
+            phase = marcus.phases.at(turn, None)
+            intensities = marcus.intensity.resolve(turn)
+            built = fresh._build(
+                turn,
+                50,
+                phase,
+                intensities,
+                marcus.builder.revelations(phase, intensities, revealed),
+            )
+            assert shared == built
+    assert marcus.plan(7).prompt is second.plan(7).prompt  # built once, shared
+    # another config object, even an equal one, has a builder of its own
+    assert Assembler(load_config(MANIA), turns=50).builder is not marcus.builder

@@ -10,6 +10,7 @@ The builder decides *what* goes in; the templates decide the wording.
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -51,10 +52,31 @@ def choose_variant(revelation: RevelationSpec, intensity: float) -> tuple[str, s
     return allowed[-1] if allowed else available[0]
 
 
+_MEMO_SIZE = 512  # blocks kept per config: a run's turns x the phases and levels they pass
+
+
 class PromptBuilder:
+    """Builds a turn's blocks from the config. The blocks are a pure function of the config
+    and the turn's inputs, so every rollout of a config shares one builder
+    (:meth:`for_config`), which keeps the blocks it built: a run of many rollouts of one
+    persona renders each distinct turn's templates once, not once per rollout."""
+
+    _shared: ClassVar[dict[int, PromptBuilder]] = {}
+
     def __init__(self, config: LoomConfig):
         self._config = config
         self._first_dimension = next(iter(config.trajectory.dimensions), None)
+        self._built: dict[tuple[Any, ...], PromptBlocks] = {}
+
+    @classmethod
+    def for_config(cls, config: LoomConfig) -> PromptBuilder:
+        """The builder of ``config`` (this very object), shared; a few configs are kept."""
+        builder = cls._shared.get(id(config))
+        if builder is None or builder._config is not config:  # an id reused by a new object
+            if len(cls._shared) >= 8:
+                cls._shared.clear()
+            builder = cls._shared[id(config)] = cls(config)
+        return builder
 
     def revelations(
         self,
@@ -76,6 +98,30 @@ class PromptBuilder:
     def build(
         self,
         *,
+        turn: int,
+        turns: int | None,
+        phase: PhaseWindow,
+        intensities: dict[str, float],
+        revelations: list[RevelationChoice],
+    ) -> PromptBlocks:
+        key = (
+            turn,
+            turns,
+            phase.index,
+            phase.start,
+            phase.end,
+            tuple(intensities.items()),
+            tuple(revelations),
+        )
+        built = self._built.get(key)
+        if built is None:
+            if len(self._built) >= _MEMO_SIZE:
+                self._built.clear()
+            built = self._built[key] = self._build(turn, turns, phase, intensities, revelations)
+        return built
+
+    def _build(
+        self,
         turn: int,
         turns: int | None,
         phase: PhaseWindow,

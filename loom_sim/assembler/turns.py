@@ -62,7 +62,7 @@ class Assembler:
         self.intensity = IntensityResolver(config, horizon)
         self.phases = PhaseSchedule(config, horizon)
         self.injections = InjectionScheduler(config.interaction.injection)
-        self.builder = PromptBuilder(config)
+        self.builder = PromptBuilder.for_config(config)
 
     def plan(
         self,

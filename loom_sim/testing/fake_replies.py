@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 __all__ = ["anthropic_message", "example_for_schema", "openai_completion"]
 
 _ECHO_WORDS = 16
@@ -92,6 +94,7 @@ def openai_completion(
         content = json.dumps({"reply": text, "n": len(messages)})
     else:
         content = text
+    prompt, completion = _word_count(messages), len(content.split())
     out = {
         "id": f"chatcmpl-{len(messages)}",
         "object": "chat.completion",
@@ -104,12 +107,12 @@ def openai_completion(
             }
         ],
         "usage": {
-            "prompt_tokens": _word_count(messages),
-            "completion_tokens": len(content.split()),
-            "total_tokens": _word_count(messages) + len(content.split()),
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
         },
     }
-    return json.dumps(out).encode()
+    return msgspec.json.encode(out)
 
 
 def anthropic_message(payload: dict[str, Any], messages: list[Any]) -> bytes:

@@ -72,8 +72,9 @@ def normal(text: str) -> str:
     """Lower case, straight apostrophes, contractions spelled out, punctuation and repeated
     spaces gone: the form phrases and concessions are matched on."""
     text = text.translate(_APOSTROPHES).lower()
-    for pattern, spelled in _CONTRACTIONS:
-        text = pattern.sub(spelled, text)
+    if "'" in text:  # every contraction has one; most clauses have none
+        for pattern, spelled in _CONTRACTIONS:
+            text = pattern.sub(spelled, text)
     return " ".join(_PUNCTUATION.sub(" ", text.replace("'", "")).split())
 
 
