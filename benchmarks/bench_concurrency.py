@@ -13,6 +13,10 @@ window, from the first request it gets to the last reply it sends. The fake serv
 own process; CPU per call is this process's CPU time over the calls it made (with its worker
 processes'); ``server`` is the fake server's own CPU per call, its share of the same cores.
 
+``--floor`` runs a bare trio client instead (send, read by length, parse, again; nothing
+else): the efficiency a client that does nothing but call reaches against this server on this
+machine at this minute, which is the limit loom-sim's figures are read against.
+
 ``--monitors`` sets the stagnation monitor: ``off``; ``tfidf``; ``default``, as shipped — the
 config's defaults, MiniLM embeddings from the run's embedding service. With ``default`` every
 run starts with the embedding model unloaded, as a new ``loom-sim run`` does, so its load is
@@ -123,6 +127,27 @@ CPU. This table, K = 1/16/64/256/1024, median of 3, load 1.1-1.9:
 Before the run collected its garbage ahead of ``gc.freeze()``, unfroze at its end and raised
 the collector's thresholds, monitors off, K = 64/256 at the same minute: 0.83 / 0.45, stalls
 3.3 / 85 ms, peak RSS 175 MiB (frozen garbage of the earlier runs in the process).
+
+Then the fast HTTP path reading replies itself on a bare socket (no h11: its events were
+65 us of CPU a call; no trio socket wrapper: two scheduler trips a call), one readiness poll a
+call instead of two, the embedding weights' hash remembered per file (0.28 s of CPU each run
+and each worker paid), a prompt builder shared by a config's rollouts, and msgspec in the fake
+server. 2 workers, K = 1/256/1024, median of 3, runs of the code before (7683d74) and after
+alternated, load 2.1-3.0 (this benchmark's own processes are most of it):
+
+| | efficiency | CPU ms/call at 256 / 1024 |
+| --- | --- | --- |
+| before, round 1 | 0.94 / 0.70 / 0.27 | 1.464 / 0.900 |
+| after, round 1 | 0.93 / 0.79 / 0.33 | 1.298 / 0.752 |
+| before, round 2 | 0.93 / 0.70 / 0.24 | 1.521 / 0.986 |
+| after, round 2 | 0.91 / 0.72 / 0.31 | 1.465 / 0.817 |
+
+A quieter minute (load 0.2-1.5), K = 1/16/64/256/1024: 2 workers 0.97 / 0.93 / 0.92 / 0.84 /
+0.38 (0.645 ms of CPU a call at 1024); one process 0.97 / 0.93 / 0.91 / 0.81 / 0.21. The
+floor (``--floor``, load 1.3-1.4), K = 1/256/1024: 0.98 / 0.93 / 0.93 — a client that does
+nothing but call loses 2 % at K = 1 (the fake server's asyncio timer alone wakes 0.8 ms late
+on this machine), and K = 1 reads 0.93-0.97 for loom-sim by the minute. The fake server's own
+CPU (``server``) is 0.08-0.11 ms a call at 1024, on the same two cores.
 """
 
 from __future__ import annotations
@@ -260,6 +285,55 @@ def one_run(
     return sample, stalls, counts
 
 
+_FLOOR_BODY = json.dumps(
+    {
+        "model": "bench",
+        "messages": [
+            {"role": "system", "content": "You are Bench. Short sentences. " * 30},
+            {"role": "user", "content": "Tell me more about that. " * 8},
+        ],
+    }
+).encode()
+
+
+async def _bare_rollout(port: int) -> None:
+    """One conversation's calls with nothing around them: send, read the reply by its
+    length, parse its JSON, again."""
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(_FLOOR_BODY)
+    ) + _FLOOR_BODY
+    async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+        for _ in range(TURNS * 2):
+            await stream.send_all(request)
+            data = b""
+            while True:
+                data += await stream.receive_some(65536)
+                end = data.find(b"\r\n\r\n")
+                if end < 0:
+                    continue
+                head = data[:end].lower()
+                at = head.index(b"content-length:") + len(b"content-length:")
+                length = int(head[at:].split(b"\r\n", 1)[0])
+                if len(data) >= end + 4 + length:
+                    json.loads(data[end + 4 : end + 4 + length])
+                    break
+
+
+def bare_run(port: int, k: int) -> Sample:
+    """The floor: K bare conversations (``--floor``), what this machine and server allow a
+    client that does nothing but call."""
+
+    async def all_of_them() -> None:
+        async with trio.open_nursery() as nursery:
+            for _ in range(k):
+                nursery.start_soon(_bare_rollout, port)
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    trio.run(all_of_them)
+    return Sample(time.perf_counter() - wall, time.process_time() - cpu)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", default="1,16,64,256")
@@ -270,6 +344,9 @@ def main() -> None:
         "--stalls", action="store_true", help="time every task step (costs CPU at large K)"
     )
     parser.add_argument("--workers", type=int, default=1, help="worker processes (processes)")
+    parser.add_argument(
+        "--floor", action="store_true", help="a bare client instead of loom-sim: the limit"
+    )
     args = parser.parse_args()
     if args.workers > 1 and args.stalls:
         parser.error("--stalls times this process's loop: not with --workers")
@@ -286,7 +363,11 @@ def main() -> None:
             f"ideal {IDEAL_S:.1f} s; monitors {args.monitors}"
             + (", distinct texts" if args.distinct else ", the same texts in every rollout")
             + (", the embedding model loaded in every run" if cold else "")
-            + f"; {args.workers} worker process{'es' if args.workers > 1 else ''}"
+            + (
+                "; FLOOR: a bare client, no loom-sim"
+                if args.floor
+                else f"; {args.workers} worker process{'es' if args.workers > 1 else ''}"
+            )
             + f"; median of {args.repeats}"
         )
         print(
@@ -305,9 +386,12 @@ def main() -> None:
                 before = reset["requests"]
                 before_counts = _counts()
                 loads.append(os.getloadavg()[0])
-                sample, stall, counts = one_run(
-                    config, server.base_url, k, cold, args.stalls, args.workers
-                )
+                if args.floor:
+                    sample, stall, counts = bare_run(server.port, k), None, {}
+                else:
+                    sample, stall, counts = one_run(
+                        config, server.base_url, k, cold, args.stalls, args.workers
+                    )
                 after = server_stats(server)
                 calls_per_run = after["requests"] - before - 1  # not the /stats call itself
                 windows.append(after["window_s"])
