@@ -202,12 +202,13 @@ def test_a_scheduled_emergency_travels_with_the_plan(marcus):
     assert plan.injection == "reminder" and plan.prompt is None  # not a full-injection turn
 
 
-def test_rollouts_of_one_config_share_built_blocks_equal_to_fresh_ones(marcus):
+def test_rollouts_of_one_config_share_built_blocks_equal_to_fresh_ones():
     """The builder keeps the blocks it built: a second rollout of the same config object gets
     the very blocks of the first, and each equals what a builder with nothing kept builds (a
     key missing an input would hand one turn's blocks to another)."""
     from loom_sim.assembler.prompt_builder import PromptBuilder
 
+    marcus = Assembler(load_config(MANIA), turns=50)
     second = Assembler(marcus.config, turns=50)
     assert second.builder is marcus.builder
     fresh = PromptBuilder(marcus.config)

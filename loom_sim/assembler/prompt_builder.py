@@ -52,7 +52,8 @@ def choose_variant(revelation: RevelationSpec, intensity: float) -> tuple[str, s
     return allowed[-1] if allowed else available[0]
 
 
-_MEMO_SIZE = 512  # blocks kept per config: a run's turns x the phases and levels they pass
+_MEMO_SIZE = 256  # blocks kept per config: a run's turns x the phases and levels they pass
+_CONFIGS = 16  # configs whose builders are shared (a matrix of personas; the oldest goes)
 
 
 class PromptBuilder:
@@ -70,12 +71,15 @@ class PromptBuilder:
 
     @classmethod
     def for_config(cls, config: LoomConfig) -> PromptBuilder:
-        """The builder of ``config`` (this very object), shared; a few configs are kept."""
-        builder = cls._shared.get(id(config))
-        if builder is None or builder._config is not config:  # an id reused by a new object
-            if len(cls._shared) >= 8:
-                cls._shared.clear()
-            builder = cls._shared[id(config)] = cls(config)
+        """The builder of ``config`` (this very object), shared. The builders of the last
+        configs asked for are kept, holding their configs, so an id is never reused while
+        its builder is here."""
+        shared = cls._shared
+        builder = shared.get(id(config))
+        if builder is None:
+            while len(shared) >= _CONFIGS:
+                shared.pop(next(iter(shared)))
+            builder = shared[id(config)] = cls(config)
         return builder
 
     def revelations(

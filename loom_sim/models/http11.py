@@ -106,10 +106,13 @@ class HTTP11Connection:
         idle past the keep-alive time, and the server has not closed it meanwhile (a closed
         socket reads as readable: its EOF is waiting). The last is a system call, so the pool
         asks it once per request, when it takes the connection."""
-        if not self.settled() or time.monotonic() - self._idle_since > self._keepalive_s:
+        sock = self._sock
+        if sock is None or not self._settled:
+            return False
+        if time.monotonic() - self._idle_since > self._keepalive_s:
             return False
         poll = select.poll()
-        poll.register(self._sock, select.POLLIN)
+        poll.register(sock, select.POLLIN)
         return not poll.poll(0)
 
     async def connect(self, timeout_s: float) -> None:

@@ -82,7 +82,7 @@ class ReplyTooLarge(httpx.TransportError):
         self.declared = declared
 
 
-def check_declared(length: bytes | str | None, cap: int) -> None:
+def check_declared(length: bytes | str | int | None, cap: int) -> None:
     """Refuse before reading a body whose ``Content-Length`` is over the cap."""
     if length is None:
         return
