@@ -211,18 +211,17 @@ def test_rollouts_of_one_config_share_built_blocks_equal_to_fresh_ones():
     marcus = Assembler(load_config(MANIA), turns=50)
     second = Assembler(marcus.config, turns=50)
     assert second.builder is marcus.builder
-    fresh = PromptBuilder(marcus.config)
     for turn in range(50):
         for revealed in ((), tuple(r.topic for r in marcus.plan(turn).revelations[:1])):
             shared = second.plan(turn, revealed=revealed).prompt
             phase = marcus.phases.at(turn, None)
             intensities = marcus.intensity.resolve(turn)
-            built = fresh._build(
-                turn,
-                50,
-                phase,
-                intensities,
-                marcus.builder.revelations(phase, intensities, revealed),
+            built = PromptBuilder(marcus.config).build(
+                turn=turn,
+                turns=50,
+                phase=phase,
+                intensities=intensities,
+                revelations=marcus.builder.revelations(phase, intensities, revealed),
             )
             assert shared == built
     assert marcus.plan(7).prompt is second.plan(7).prompt  # built once, shared

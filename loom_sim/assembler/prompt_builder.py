@@ -118,20 +118,8 @@ class PromptBuilder:
             tuple(revelations),
         )
         built = self._built.get(key)
-        if built is None:
-            if len(self._built) >= _MEMO_SIZE:
-                self._built.clear()
-            built = self._built[key] = self._build(turn, turns, phase, intensities, revelations)
-        return built
-
-    def _build(
-        self,
-        turn: int,
-        turns: int | None,
-        phase: PhaseWindow,
-        intensities: dict[str, float],
-        revelations: list[RevelationChoice],
-    ) -> PromptBlocks:
+        if built is not None:
+            return built
         config = self._config
         persona = config.persona
         anti = config.interaction.anti_capitulation
@@ -205,7 +193,10 @@ class PromptBuilder:
             phase_count=len(config.trajectory.phases),
             revelations=revelations,
         )
-        return PromptBlocks(must_do=must_do, how=how, context=context)
+        if len(self._built) >= _MEMO_SIZE:
+            self._built.clear()
+        built = self._built[key] = PromptBlocks(must_do=must_do, how=how, context=context)
+        return built
 
     def reminder(
         self,
