@@ -93,21 +93,53 @@ class Actor(ABC):
         """Answer a request (return the reply) or absorb a tell (return None)."""
 
     async def serve(self, inbox: trio.MemoryReceiveChannel[Delivery], name: str) -> None:
-        async with inbox:
-            async for envelope, reply in inbox:
-                try:
-                    result: Reply | None = await self.handle(envelope.body)
-                except Exception as err:  # a failed request is a reply, not a dead actor
-                    err.add_note(f"raised by the {name} actor handling {_kind(envelope.body)}")
-                    result = err
-                if reply is not None:
-                    reply.send_nowait(
-                        result
-                        if result is not None
-                        else ProtocolError(
-                            f"the {name} actor handled {_kind(envelope.body)} without replying"
+        desk = self._desk = self._desk or Desk()
+        desk.serving = True
+        try:
+            async with inbox:
+                async for envelope, reply in inbox:
+                    while desk.lent:  # an asker's task is handling a request for this actor
+                        desk.returned = trio.Event()
+                        await desk.returned.wait()
+                    result = await self.answer(envelope.body, name)
+                    desk.pending = max(desk.pending - 1, 0)
+                    if reply is not None:
+                        reply.send_nowait(
+                            result if result is not None else _unanswered(name, envelope.body)
                         )
-                    )
+        finally:
+            desk.serving = False
+
+    async def answer(self, body: Body, name: str) -> Reply | None:
+        """This actor's handling of one message: what ``handle`` returned (None for a tell),
+        or the exception it raised, with a note saying which actor raised it."""
+        try:
+            return await self.handle(body)
+        except Exception as err:  # a failed request is a reply, not a dead actor
+            err.add_note(f"raised by the {name} actor handling {_kind(body)}")
+            return err
+
+    _desk: Desk | None = None  # its loop's bookkeeping, made by the post that spawns it
+
+
+@dataclass(slots=True)
+class Desk:
+    """What an actor has in hand, as its post sees it: whether a request may be handled in the
+    asker's own task.
+
+    A request to an actor whose loop is parked on an empty inbox, with nothing sent to it
+    still unhandled, would be taken up at once and its asker would wait for it: two trips
+    through the scheduler (the actor's wake-up, then the asker's) for no concurrency at all.
+    The asker handles it itself instead, still one message at a time: while it does, the
+    actor is ``lent`` and its loop waits before taking the next envelope, and a request that
+    finds the actor busy goes through the inbox, in order. Nothing else changes: the same
+    envelopes are traced in the same order, the same reply or exception comes back.
+    """
+
+    serving: bool = False  # the actor's own loop runs (a loop that never starts is never lent)
+    pending: int = 0  # messages sent to the actor and not yet handled
+    lent: bool = False  # an asker's task is handling a request for the actor now
+    returned: trio.Event | None = None  # set when it is done, for a loop that waits on it
 
 
 def build(kind: str, context: ActorContext) -> Actor:
@@ -125,6 +157,7 @@ class Post:
         self.rollout = rollout
         self.tracer = tracer
         self._inboxes: dict[str, trio.MemorySendChannel[Delivery]] = {}
+        self._actors: dict[str, tuple[Actor, Desk]] = {}
         self.next_id = first_id  # kept across a resume, so ids never repeat within a trace
 
     def spawn(self, nursery: trio.Nursery, actor: Actor, name: str | None = None) -> None:
@@ -132,6 +165,8 @@ class Post:
         name = name or actor.role
         send, receive = trio.open_memory_channel[Delivery](16)
         self._inboxes[name] = send
+        desk = actor._desk = Desk()
+        self._actors[name] = (actor, desk)
         nursery.start_soon(actor.serve, receive, name, name=f"{self.rollout}/{name}")
 
     def _envelope(
@@ -156,14 +191,26 @@ class Post:
     ) -> R:
         """Send ``body`` to the actor named ``recipient`` and wait for its reply, whose type
         the request names; an exception its handler raised is raised here, as itself."""
-        inbox = self._inboxes[recipient]
-        slot = ReplySlot[Reply]()
+        actor, desk = self._actors[recipient]
         envelope = self._envelope(sender, recipient, turn, body, None)
-        try:  # no needless trip through the scheduler: the reply's wait yields anyway
-            inbox.send_nowait((envelope, slot))
-        except trio.WouldBlock:
-            await inbox.send((envelope, slot))
-        result = await slot.receive()
+        desk.pending += 1
+        result: Reply
+        if desk.serving and desk.pending == 1:  # idle: handled here, in the asker's task
+            desk.lent = True
+            try:
+                await trio.lowlevel.checkpoint_if_cancelled()
+                answered = await actor.answer(body, recipient)
+                result = answered if answered is not None else _unanswered(recipient, body)
+            finally:
+                desk.lent = False
+                desk.pending -= 1
+                if desk.returned is not None:
+                    desk.returned.set()
+                    desk.returned = None
+        else:
+            slot = ReplySlot[Reply]()
+            await _deliver(self._inboxes[recipient], (envelope, slot), desk)
+            result = await slot.receive()
         if isinstance(result, Exception):
             # The trace is a file: the message redacted, and cut (a repr may run to megabytes).
             text = redact(str(result) or type(result).__name__)
@@ -181,12 +228,10 @@ class Post:
 
     async def tell(self, recipient: str, body: Tell, *, turn: int, sender: str = "rollout") -> None:
         """Send ``body`` without waiting for an answer (the actor handles it in order)."""
-        inbox = self._inboxes[recipient]
+        desk = self._actors[recipient][1]
         delivery = (self._envelope(sender, recipient, turn, body, None), None)
-        try:  # a tell into a queue with room needs no trip through the scheduler
-            inbox.send_nowait(delivery)
-        except trio.WouldBlock:
-            await inbox.send(delivery)
+        desk.pending += 1
+        await _deliver(self._inboxes[recipient], delivery, desk)
 
     def asker(self, sender: str) -> JudgeLine:
         """How the actor named ``sender`` asks this post's judge (its requests are traced like
@@ -200,6 +245,26 @@ class Post:
     async def close(self) -> None:
         for inbox in self._inboxes.values():
             await inbox.aclose()
+
+
+async def _deliver(inbox: trio.MemorySendChannel[Delivery], delivery: Delivery, desk: Desk) -> None:
+    """Put ``delivery`` in the inbox (counted in ``desk.pending`` by the caller); one that
+    never got there is not counted."""
+    try:  # into a queue with room: no needless trip through the scheduler
+        inbox.send_nowait(delivery)
+    except trio.WouldBlock:
+        try:
+            await inbox.send(delivery)
+        except BaseException:
+            desk.pending -= 1
+            raise
+    except BaseException:
+        desk.pending -= 1
+        raise
+
+
+def _unanswered(name: str, body: Body) -> ProtocolError:
+    return ProtocolError(f"the {name} actor handled {_kind(body)} without replying")
 
 
 def _kind(value: object) -> str:
