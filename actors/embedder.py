@@ -72,12 +72,26 @@ class ServiceStats:
 class Embedder:
     """How an actor reaches the run's embedding service: typed requests on its channel."""
 
-    def __init__(self, inbox: trio.MemorySendChannel[Delivery], stats: ServiceStats):
+    def __init__(
+        self,
+        inbox: trio.MemorySendChannel[Delivery],
+        stats: ServiceStats,
+        held: Callable[[list[str]], Embeddings | None] | None = None,
+    ):
         self._inbox = inbox
         self.stats = stats
+        self._held = held  # the answer the cache gives whole, without a trip to the service
 
     async def request(self, body: Embed) -> Embeddings:
-        """The vectors of ``body.texts``; a failure in the service is raised here."""
+        """The vectors of ``body.texts``; a failure in the service is raised here.
+
+        Texts the process's cache holds every one of are answered here, in the asker's task:
+        the service would only look them up, after a trip through its queue and its batching
+        window, and a vector is the same whoever looks it up. Once rollouts repeat each
+        other's messages, that is most requests."""
+        held = self._held(body.texts) if self._held is not None and body.texts else None
+        if held is not None:
+            return held
         slot = ReplySlot[Reply]()
         try:
             await self._inbox.send((body, slot))
@@ -151,7 +165,7 @@ class EmbeddingService:
         send, inbox = trio.open_memory_channel[Delivery](QUEUE)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._load)
-            task_status.started(Embedder(send, self.stats))
+            task_status.started(Embedder(send, self.stats, self._from_cache))
             async with inbox:
                 while await self._gather(inbox):
                     await self._loaded.wait()
@@ -237,6 +251,18 @@ class EmbeddingService:
             vectors = np.stack([table[t] for t in asked]) if asked else np.zeros((0, 384))
             vectors.flags.writeable = False
             reply.send_nowait(Embeddings(backend=backend.name, vectors=vectors))
+
+    def _from_cache(self, texts: list[str]) -> Embeddings | None:
+        """``texts``' vectors when the model is loaded and its cache holds every one."""
+        backend = self._backend
+        if not isinstance(backend, EmbeddingBackend) or not self._loaded.is_set():
+            return None
+        vectors = backend.all_cached(texts)
+        if vectors is None:
+            return None
+        self.stats.requests += 1
+        self.stats.cached += len(set(texts))
+        return Embeddings(backend=backend.name, vectors=vectors)
 
     async def _vectors(self, backend: EmbeddingBackend, texts: list[str]) -> dict[str, np.ndarray]:
         """Each distinct text's vector: cached ones looked up here, the rest computed in one

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trio
+import trio.testing
 import yaml
 from loom_sim.actors import embedder
 from loom_sim.actors.embedder import EmbeddingFailed
@@ -117,6 +118,22 @@ async def test_requests_from_several_tasks_go_in_one_model_call_and_the_cache_an
         assert got[k].backend == "embedding" and got[k].vectors.shape == (2, 384)
     assert np.array_equal(again.vectors[:2], got[2].vectors)
     assert np.array_equal(again.vectors[2:], got[2].vectors)
+
+
+async def test_a_request_the_cache_holds_whole_is_answered_in_the_askers_task():
+    spy = Spy()
+    async with embedder.running(load=spy.load, window_s=0.05) as service:
+        first = await service.request(Embed(texts=["held one", "held two"]))
+        with trio.testing.assert_no_checkpoints():  # no trip through the service's queue
+            again = await service.request(Embed(texts=["held two", "held one", "held two"]))
+        partly = await service.request(Embed(texts=["held one", "new three"]))
+    assert spy.calls == [["held one", "held two"], ["new three"]]
+    assert np.array_equal(again.vectors[0], first.vectors[1])
+    assert np.array_equal(again.vectors[1], first.vectors[0])
+    assert np.array_equal(again.vectors[2], first.vectors[1])
+    assert not again.vectors.flags.writeable  # shared vectors: read-only, as the service's
+    assert np.array_equal(partly.vectors[0], first.vectors[0])
+    assert service.stats.requests == 3 and service.stats.cached == 2 + 1
 
 
 async def test_a_batch_is_capped_and_waiting_requests_go_before_prefetches():

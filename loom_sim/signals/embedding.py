@@ -84,6 +84,27 @@ class EmbeddingBackend:
             self.hits += sum(v is not None for v in found)
         return found
 
+    def all_cached(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The vectors of ``texts`` when the cache holds every one (counted as hits), else
+        None (nothing counted): a request the cache answers whole needs no model call."""
+        keys = [text_key(t) for t in texts]
+        with self._cache_lock:
+            cache = self._cache
+            found = []
+            for key in keys:
+                vector = cache.get(key)
+                if vector is None:
+                    return None
+                found.append(vector)
+            for key in keys:
+                cache.move_to_end(key)
+            self.hits += len(found)
+        if not found:
+            return None
+        vectors = np.stack(found)
+        vectors.flags.writeable = False
+        return vectors
+
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts``: cached ones looked up, the others (each distinct text
         once) computed in one call to the model."""
