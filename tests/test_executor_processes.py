@@ -162,6 +162,8 @@ def test_a_killed_worker_stops_the_run_and_resume_completes_it(tmp_path):
         )
         [execution] = executions(killed)
         assert execution["lost"], execution  # the killed worker's cells, unfinished
+        for label in execution["lost"]:  # by their files: none of them wrote its transcript
+            assert not (killed / label / "transcript.json").exists(), label
         continued = finish(shlex.split(again)[1:])
         assert continued.returncode == 0, continued.stderr
         uninterrupted = finish(gated_run(straight, gate.base_url))

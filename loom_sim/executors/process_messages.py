@@ -6,10 +6,11 @@ and an order of magnitude cheaper to encode than pickle. The Ray coordinator's e
 plain tuples because Ray pickles them anyway; here the pipe is ours, so the events are the
 same four facts (a rollout started, a turn done, a rollout ended, money spent) as types.
 
-Worker -> parent: :class:`Started`, :class:`TurnDone`, :class:`Ended` (the rollouts'
-progress, in the order they happened), :class:`Charged` (a call's cost, sent only under a cost
-budget), and last :class:`Finished` or :class:`Failed`. Parent -> worker: :class:`Spent` (the
-run's spending, for the worker's budget) and :class:`WindDown` (stop as Ctrl-C would).
+Worker -> parent: :class:`Progress` (the rollouts' :class:`Started`, :class:`TurnDone` and
+:class:`Ended`, in the order they happened, a few times a second), :class:`Charged` (a call's
+cost, sent only under a cost budget), and last :class:`Finished` or :class:`Failed`. Parent ->
+worker: :class:`Spent` (the run's spending, for the worker's budget) and :class:`WindDown`
+(stop as Ctrl-C would).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "Ended",
     "Failed",
     "Finished",
+    "Progress",
     "Spent",
     "Started",
     "TurnDone",
@@ -52,6 +54,13 @@ class Ended(msgspec.Struct, tag=True, frozen=True):
     label: str
     status: str
     detail: str | None
+
+
+class Progress(msgspec.Struct, tag=True, frozen=True):
+    """The rollouts' progress since the last: :class:`Started`, :class:`TurnDone` and
+    :class:`Ended`, in the order they happened."""
+
+    events: list[Started | TurnDone | Ended]
 
 
 class Charged(msgspec.Struct, tag=True, frozen=True):
@@ -89,7 +98,7 @@ class WindDown(msgspec.Struct, tag=True, frozen=True):
     """Stop as Ctrl-C stops a run: every rollout unwinds, every completed turn is kept."""
 
 
-FromWorker = Started | TurnDone | Ended | Charged | Finished | Failed
+FromWorker = Progress | Charged | Finished | Failed
 FromParent = Spent | WindDown
 
 _ENCODER = msgspec.msgpack.Encoder()

@@ -37,6 +37,7 @@ from loom_sim.executors.process_messages import (
     Ended,
     Failed,
     Finished,
+    Progress,
     Spent,
     Started,
     TurnDone,
@@ -51,6 +52,8 @@ from loom_sim.rollout.runtime.budget import RunBudget
 from loom_sim.rollout.runtime.cells import Cell, run_cells
 from loom_sim.rollout.runtime.run import RunPlan
 from loom_sim.store.run_file import Budgets, read_run
+
+PROGRESS_S = 0.1  # how often the rollouts' progress goes to the parent, when there is any
 
 __all__ = ["EXIT_ORPHANED", "CellRef", "WorkerJob", "work"]
 
@@ -97,6 +100,7 @@ def work(conn: Connection, job: WorkerJob) -> None:
 
 async def _serve(conn: Connection, job: WorkerJob) -> None:
     cache: ResponseCache | None = None
+    progress = PipeProgress(conn)
     try:
         cache = ResponseCache(job.cache_path) if job.cache_path else None
         hub = job.hub.open(cache, job.provider_concurrency)
@@ -107,9 +111,11 @@ async def _serve(conn: Connection, job: WorkerJob) -> None:
             # The listener stays up while the rollouts unwind: a parent gone meanwhile still
             # ends this process at once.
             nursery.start_soon(_listen, conn, stopping, budget)
+            nursery.start_soon(progress.send_every, PROGRESS_S)
             with stopping:
-                await run_cells(cells, hub, PipeProgress(conn), budget, job.concurrency)
+                await run_cells(cells, hub, progress, budget, job.concurrency)
             nursery.cancel_scope.cancel()
+        progress.send()
         faults = hub.retry.faults
         send(
             conn,
@@ -132,6 +138,7 @@ async def _serve(conn: Connection, job: WorkerJob) -> None:
         else:
             said = Failed("".join(traceback.format_exception(error)), internal=True)
         with contextlib.suppress(OSError):  # a parent that is gone hears nothing
+            progress.send()  # what ended before the failure, before the failure
             send(conn, said)
     finally:
         if cache is not None:
@@ -206,17 +213,34 @@ class WorkerBudget(RunBudget):
 
 
 class PipeProgress:
-    """The rollouts' progress, sent to the parent's one live table (``rollout`` is already the
-    cell's label: ``run_cells`` names a matrix's cells by arm)."""
+    """The rollouts' progress, for the parent's one live table (``rollout`` is already the
+    cell's label: ``run_cells`` names a matrix's cells by arm).
+
+    Events are held and sent together every :data:`PROGRESS_S`, in the order they happened:
+    a live table redraws a few times a second, and a message per turn cost this process a
+    pipe write and the parent a wake-up each (thousands a second at hundreds of rollouts,
+    on the cores the rollouts need)."""
 
     def __init__(self, conn: Connection):
         self._conn = conn
+        self._held: list[Started | TurnDone | Ended] = []
 
     def rollout_started(self, rollout: str, turns: int, done: int) -> None:
-        send(self._conn, Started(rollout, turns, done))
+        self._held.append(Started(rollout, turns, done))
 
     def turn_done(self, rollout, turn, phase, tokens, cost, elapsed) -> None:
-        send(self._conn, TurnDone(rollout, turn, phase, tokens, cost, elapsed))
+        self._held.append(TurnDone(rollout, turn, phase, tokens, cost, elapsed))
 
     def rollout_ended(self, rollout: str, status: str, detail: str | None) -> None:
-        send(self._conn, Ended(rollout, status, detail))
+        self._held.append(Ended(rollout, status, detail))
+
+    def send(self) -> None:
+        """Send what is held, if anything."""
+        if self._held:
+            events, self._held = self._held, []
+            send(self._conn, Progress(events))
+
+    async def send_every(self, interval_s: float) -> None:
+        while True:
+            await trio.sleep(interval_s)
+            self.send()

@@ -47,6 +47,7 @@ from loom_sim.executors.process_messages import (
     Ended,
     Failed,
     Finished,
+    Progress,
     Spent,
     Started,
     TurnDone,
@@ -240,9 +241,9 @@ class _Pass:
         if worker.outcome is None:
             self._lose(worker)
 
-    def _heard(self, worker: _Worker, message: object) -> None:
+    def _progressed(self, worker: _Worker, event: Started | TurnDone | Ended) -> None:
         progress = self.progress
-        match message:
+        match event:
             case TurnDone(label, turn, phase, tokens, cost, elapsed):
                 progress.turn_done(label, turn, phase, tokens, cost, elapsed)
             case Started(label, turns, done):
@@ -252,6 +253,12 @@ class _Pass:
                 worker.running.discard(label)
                 worker.ended.add(label)
                 progress.rollout_ended(label, status, detail)
+
+    def _heard(self, worker: _Worker, message: object) -> None:
+        match message:
+            case Progress(events):
+                for event in events:
+                    self._progressed(worker, event)
             case Charged(usd):
                 worker.spent += usd
                 self.total += usd
@@ -295,8 +302,21 @@ class _Pass:
             how = f"exited with status {code}"
         worker.lost = f"worker process {worker.process.pid} {how}"
         for label in sorted(worker.running):
-            self.progress.rollout_ended(label, "lost", "its worker process ended")
+            if not self._ended_on_disk(label):
+                self.progress.rollout_ended(label, "lost", "its worker process ended")
         self._stop_all()
+
+    def _ended_on_disk(self, label: str) -> bool:
+        """Whether the cell ``label`` wrote its transcript in this pass: a worker's last
+        progress (up to ``PROGRESS_S`` of it) dies with the worker, its files do not."""
+        cell = next((c for c in self.batch.cells if c.label == label), None)
+        if cell is None:
+            return False
+        path = cell.plan.rollout_spec(cell.index).files.transcript_path
+        try:
+            return path.stat().st_mtime >= self.started
+        except OSError:
+            return False
 
     # ─── the end ────────────────────────────────────────────────────────────
 
@@ -323,7 +343,7 @@ class _Pass:
             for worker in self.workers
             if worker.lost is not None
             for ref in worker.job.cells
-            if ref.label not in worker.ended
+            if ref.label not in worker.ended and not self._ended_on_disk(ref.label)
         )
         with contextlib.suppress(LoomError):  # a full disk: not worth hiding the outcome for
             add_execution(
