@@ -12,6 +12,7 @@ import httpx
 import pytest
 import trio
 
+from loom_sim.models import http11
 from loom_sim.models.http11 import HTTP11Connection
 from loom_sim.models.reply_limits import Received, ReplyTooLarge
 from loom_sim.testing.fake_server import FakeOpenAIServer
@@ -184,3 +185,46 @@ async def test_a_header_value_with_a_line_break_is_refused_before_sending(server
             connect_s=5.0,
         )
     await conn.aclose()
+
+
+async def test_a_server_named_by_address_is_connected_to_without_the_resolver(server, monkeypatch):
+    def no_resolver(*args, **kwargs):
+        raise AssertionError("trio's resolver was asked for an IP address")
+
+    monkeypatch.setattr(trio, "open_tcp_stream", no_resolver)
+    monkeypatch.setattr(http11, "_REACHED", {})  # not even reached before
+    conn = HTTP11Connection("127.0.0.1", server.port, keepalive_s=30.0)
+    reply = await _post(conn, b"{}")
+    await conn.aclose()
+    assert reply.status in (200, 400)  # the server answered: the connection was made
+
+
+async def test_a_named_server_is_resolved_once_then_reached_directly(server, monkeypatch):
+    resolved: list[str] = []
+    real = trio.open_tcp_stream
+
+    async def counted(host, port, **kwargs):
+        resolved.append(host)
+        return await real(host, port, **kwargs)
+
+    monkeypatch.setattr(trio, "open_tcp_stream", counted)
+    monkeypatch.setattr(http11, "_REACHED", {})
+    for _ in range(3):
+        conn = HTTP11Connection("localhost", server.port, keepalive_s=30.0)
+        reply = await _post(conn, b"{}")
+        await conn.aclose()
+        assert reply.status in (200, 400)
+    assert resolved == ["localhost"]
+
+
+async def test_a_server_gone_from_where_it_was_reached_is_a_connect_error(monkeypatch):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setattr(
+        http11, "_REACHED", {("localhost", port): http11._literal("127.0.0.1", port)}
+    )
+    for host in ("127.0.0.1", "localhost"):
+        conn = HTTP11Connection(host, port, keepalive_s=30.0)
+        with pytest.raises(httpx.ConnectError):
+            await _post(conn, b"{}")
