@@ -106,6 +106,17 @@ class CapitulationCheck:
         """The phrases ``text`` contains, in config order, then the clauses that concede in
         other words, quoted as written. A clause that is a question, or in which a negation or
         a condition comes before the words, does not count."""
+        # A monitor asks twice about one draft (what to embed for it, then whether it gives
+        # in): the answer for the last text is kept.
+        if self._last is not None and self._last[0] == text:
+            return list(self._last[1])
+        found = self._found(text)
+        self._last = (text, tuple(found))
+        return found
+
+    _last: tuple[str, tuple[str, ...]] | None = None
+
+    def _found(self, text: str) -> list[str]:
         clauses = [(c, normal(c), c.rstrip().endswith("?")) for c in sentences(text)]
         found = [
             phrase
