@@ -87,6 +87,9 @@ class Actor(ABC):
     """Base of every actor: subclasses implement :meth:`handle`, one message at a time."""
 
     role: ClassVar[str] = "actor"
+    #: Its tells only take note (they wait on nothing): one sent while the actor is idle is
+    #: handled in the sender's task, as an idle actor's request is (see :class:`Desk`).
+    quick_tells: ClassVar[bool] = False
 
     @abstractmethod
     async def handle(self, body: Body) -> Body | None:
@@ -133,7 +136,9 @@ class Desk:
     The asker handles it itself instead, still one message at a time: while it does, the
     actor is ``lent`` and its loop waits before taking the next envelope, and a request that
     finds the actor busy goes through the inbox, in order. Nothing else changes: the same
-    envelopes are traced in the same order, the same reply or exception comes back.
+    envelopes are traced in the same order, the same reply or exception comes back. A tell is
+    lent so only to an actor whose tells wait on nothing (``quick_tells``): a sender never
+    waits on a tell's work.
     """
 
     serving: bool = False  # the actor's own loop runs (a loop that never starts is never lent)
@@ -196,17 +201,8 @@ class Post:
         desk.pending += 1
         result: Reply
         if desk.serving and desk.pending == 1:  # idle: handled here, in the asker's task
-            desk.lent = True
-            try:
-                await trio.lowlevel.checkpoint_if_cancelled()
-                answered = await actor.answer(body, recipient)
-                result = answered if answered is not None else _unanswered(recipient, body)
-            finally:
-                desk.lent = False
-                desk.pending -= 1
-                if desk.returned is not None:
-                    desk.returned.set()
-                    desk.returned = None
+            answered = await self._lend(actor, desk, recipient, body)
+            result = answered if answered is not None else _unanswered(recipient, body)
         else:
             slot = ReplySlot[Reply]()
             await _deliver(self._inboxes[recipient], (envelope, slot), desk)
@@ -226,12 +222,29 @@ class Post:
             )
         return cast(R, result)  # checked against the request's reply type just above
 
+    async def _lend(self, actor: Actor, desk: Desk, name: str, body: Body) -> Reply | None:
+        """``actor``'s handling of ``body`` in this task, the actor lent meanwhile (counted in
+        ``desk.pending`` by the caller)."""
+        desk.lent = True
+        try:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return await actor.answer(body, name)
+        finally:
+            desk.lent = False
+            desk.pending -= 1
+            if desk.returned is not None:
+                desk.returned.set()
+                desk.returned = None
+
     async def tell(self, recipient: str, body: Tell, *, turn: int, sender: str = "rollout") -> None:
         """Send ``body`` without waiting for an answer (the actor handles it in order)."""
-        desk = self._actors[recipient][1]
-        delivery = (self._envelope(sender, recipient, turn, body, None), None)
+        actor, desk = self._actors[recipient]
+        envelope = self._envelope(sender, recipient, turn, body, None)
         desk.pending += 1
-        await _deliver(self._inboxes[recipient], delivery, desk)
+        if actor.quick_tells and desk.serving and desk.pending == 1:
+            await self._lend(actor, desk, recipient, body)  # a tell's failure goes unheard
+        else:
+            await _deliver(self._inboxes[recipient], (envelope, None), desk)
 
     def asker(self, sender: str) -> JudgeLine:
         """How the actor named ``sender`` asks this post's judge (its requests are traced like

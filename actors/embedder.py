@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import trio
@@ -69,6 +69,14 @@ class ServiceStats:
     backend: str | None = None  # the backend in use once loaded
 
 
+class CacheView(Protocol):
+    """What an asker may read of the service's cache without a trip through its queue."""
+
+    def from_cache(self, texts: list[str]) -> Embeddings | None: ...
+
+    def holds(self, texts: list[str]) -> bool: ...
+
+
 class Embedder:
     """How an actor reaches the run's embedding service: typed requests on its channel."""
 
@@ -76,11 +84,11 @@ class Embedder:
         self,
         inbox: trio.MemorySendChannel[Delivery],
         stats: ServiceStats,
-        held: Callable[[list[str]], Embeddings | None] | None = None,
+        cache: CacheView | None = None,
     ):
         self._inbox = inbox
         self.stats = stats
-        self._held = held  # the answer the cache gives whole, without a trip to the service
+        self._cache = cache  # what the cache answers whole, without a trip to the service
 
     async def request(self, body: Embed) -> Embeddings:
         """The vectors of ``body.texts``; a failure in the service is raised here.
@@ -89,7 +97,7 @@ class Embedder:
         the service would only look them up, after a trip through its queue and its batching
         window, and a vector is the same whoever looks it up. Once rollouts repeat each
         other's messages, that is most requests."""
-        held = self._held(body.texts) if self._held is not None and body.texts else None
+        held = self._cache.from_cache(body.texts) if self._cache and body.texts else None
         if held is not None:
             return held
         slot = ReplySlot[Reply]()
@@ -104,7 +112,10 @@ class Embedder:
 
     def tell(self, body: Prefetch) -> None:
         """Ask for ``body.texts`` to be embedded ahead of need; never waits (a prefetch is a
-        hint: dropped if the queue is full or the service has stopped)."""
+        hint: dropped if the queue is full or the service has stopped, and not sent when the
+        cache already holds every text)."""
+        if self._cache is not None and self._cache.holds(body.texts):
+            return
         try:
             self._inbox.send_nowait((body, None))
         except trio.WouldBlock:
@@ -165,7 +176,7 @@ class EmbeddingService:
         send, inbox = trio.open_memory_channel[Delivery](QUEUE)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._load)
-            task_status.started(Embedder(send, self.stats, self._from_cache))
+            task_status.started(Embedder(send, self.stats, self))
             async with inbox:
                 while await self._gather(inbox):
                     await self._loaded.wait()
@@ -252,7 +263,12 @@ class EmbeddingService:
             vectors.flags.writeable = False
             reply.send_nowait(Embeddings(backend=backend.name, vectors=vectors))
 
-    def _from_cache(self, texts: list[str]) -> Embeddings | None:
+    def holds(self, texts: list[str]) -> bool:
+        """Whether the model is loaded and its cache holds every one of ``texts``."""
+        backend = self._backend
+        return isinstance(backend, EmbeddingBackend) and backend.holds(texts)
+
+    def from_cache(self, texts: list[str]) -> Embeddings | None:
         """``texts``' vectors when the model is loaded and its cache holds every one."""
         backend = self._backend
         if not isinstance(backend, EmbeddingBackend) or not self._loaded.is_set():

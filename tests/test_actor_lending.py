@@ -37,6 +37,7 @@ class Clerk(Actor):
             match body:
                 case Heard():
                     self.handled.append(("heard", body.turn))
+                    self.tasks[-100 - body.turn] = trio.lowlevel.current_task()
                     return None
                 case Judge():
                     self.tasks[body.turn] = trio.lowlevel.current_task()
@@ -147,3 +148,23 @@ async def test_a_lent_request_cancelled_midway_frees_the_actor_for_the_next():
             nursery.cancel_scope.cancel()
     assert reply.parsed == {"turn": 2}
     assert clerk.tasks[2] is trio.lowlevel.current_task()  # idle again: lent again
+
+
+class QuickClerk(Clerk):
+    quick_tells = True
+
+
+async def test_only_an_actor_whose_tells_wait_on_nothing_takes_them_in_the_senders_task():
+    for kind, lent in ((Clerk, False), (QuickClerk, True)):
+        clerk = kind()
+        with trio.fail_after(HANG_S):
+            async with trio.open_nursery() as nursery:
+                post = await started(clerk, nursery, TraceRecorder(None))
+                await post.tell("clerk", Heard(turn=0, persona="a", interlocutor="b"), turn=0)
+                await post.request("clerk", judge(1), turn=1)
+                await trio.testing.wait_all_tasks_blocked()
+                nursery.cancel_scope.cancel()
+        assert clerk.handled == [("heard", 0), ("judge", 1)]
+        here = trio.lowlevel.current_task()
+        assert (clerk.tasks[-100] is here) is lent
+        assert (clerk.tasks[1] is here) is lent  # nothing left in hand: the request is lent too

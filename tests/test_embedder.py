@@ -127,7 +127,13 @@ async def test_a_request_the_cache_holds_whole_is_answered_in_the_askers_task():
         with trio.testing.assert_no_checkpoints():  # no trip through the service's queue
             again = await service.request(Embed(texts=["held two", "held one", "held two"]))
         partly = await service.request(Embed(texts=["held one", "new three"]))
-    assert spy.calls == [["held one", "held two"], ["new three"]]
+        service.tell(Prefetch(texts=["held two", "new three"]))  # all held: not even sent
+        await trio.testing.wait_all_tasks_blocked()
+        assert service.stats.prefetched == 0
+        service.tell(Prefetch(texts=["held two", "new four"]))
+        await trio.testing.wait_all_tasks_blocked()
+        assert service.stats.prefetched == 1
+    assert spy.calls[:2] == [["held one", "held two"], ["new three"]]
     assert np.array_equal(again.vectors[0], first.vectors[1])
     assert np.array_equal(again.vectors[1], first.vectors[0])
     assert np.array_equal(again.vectors[2], first.vectors[1])

@@ -37,6 +37,7 @@ CONVERSATION_START = "[The conversation starts now. Write your first message.]"
 @actor("persona", summary="the model playing the configured person", order=10)
 class PersonaActor(Actor):
     role = "persona"
+    quick_tells = True  # ``Heard`` only joins the history
 
     def __init__(
         self,

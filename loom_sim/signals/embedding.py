@@ -84,6 +84,12 @@ class EmbeddingBackend:
             self.hits += sum(v is not None for v in found)
         return found
 
+    def holds(self, texts: Sequence[str]) -> bool:
+        """Whether the cache holds every one of ``texts`` (nothing counted)."""
+        keys = [text_key(t) for t in texts]
+        with self._cache_lock:
+            return all(key in self._cache for key in keys)
+
     def all_cached(self, texts: Sequence[str]) -> np.ndarray | None:
         """The vectors of ``texts`` when the cache holds every one (counted as hits), else
         None (nothing counted): a request the cache answers whole needs no model call."""
