@@ -97,7 +97,8 @@ class Embedder:
         the service would only look them up, after a trip through its queue and its batching
         window, and a vector is the same whoever looks it up. Once rollouts repeat each
         other's messages, that is most requests."""
-        held = self._cache.from_cache(body.texts) if self._cache and body.texts else None
+        cache = self._cache
+        held = cache.from_cache(body.texts) if cache is not None and body.texts else None
         if held is not None:
             return held
         slot = ReplySlot[Reply]()

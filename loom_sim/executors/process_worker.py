@@ -53,11 +53,10 @@ from loom_sim.rollout.runtime.cells import Cell, run_cells
 from loom_sim.rollout.runtime.run import RunPlan
 from loom_sim.store.run_file import Budgets, read_run
 
-PROGRESS_S = 0.1  # how often the rollouts' progress goes to the parent, when there is any
-
 __all__ = ["EXIT_ORPHANED", "CellRef", "WorkerJob", "work"]
 
 EXIT_ORPHANED = 3  # the parent went away: the worker stops as a kill would stop it
+PROGRESS_S = 0.1  # how often the rollouts' progress goes to the parent, when there is any
 
 
 @dataclass(frozen=True)
