@@ -77,14 +77,20 @@ async def test_a_request_to_an_idle_actor_is_answered_in_the_askers_task():
     assert tracer.count == 2 and post.next_id == 3  # the request and its reply, as ever
 
 
-async def test_a_tell_sent_before_a_request_is_handled_before_it():
-    clerk = Clerk()
+async def tell_then_ask(clerk: Clerk) -> None:
+    """A ``Heard`` tell, then a request at once, then everything settled."""
     with trio.fail_after(HANG_S):
         async with trio.open_nursery() as nursery:
             post = await started(clerk, nursery, TraceRecorder(None))
             await post.tell("clerk", Heard(turn=0, persona="a", interlocutor="b"), turn=0)
             await post.request("clerk", judge(1), turn=1)
+            await trio.testing.wait_all_tasks_blocked()
             nursery.cancel_scope.cancel()
+
+
+async def test_a_tell_sent_before_a_request_is_handled_before_it():
+    clerk = Clerk()
+    await tell_then_ask(clerk)
     assert clerk.handled == [("heard", 0), ("judge", 1)]
     assert clerk.tasks[1] is not trio.lowlevel.current_task()  # it went through the inbox
 
@@ -157,13 +163,7 @@ class QuickClerk(Clerk):
 async def test_only_an_actor_whose_tells_wait_on_nothing_takes_them_in_the_senders_task():
     for kind, lent in ((Clerk, False), (QuickClerk, True)):
         clerk = kind()
-        with trio.fail_after(HANG_S):
-            async with trio.open_nursery() as nursery:
-                post = await started(clerk, nursery, TraceRecorder(None))
-                await post.tell("clerk", Heard(turn=0, persona="a", interlocutor="b"), turn=0)
-                await post.request("clerk", judge(1), turn=1)
-                await trio.testing.wait_all_tasks_blocked()
-                nursery.cancel_scope.cancel()
+        await tell_then_ask(clerk)
         assert clerk.handled == [("heard", 0), ("judge", 1)]
         here = trio.lowlevel.current_task()
         assert (clerk.tasks[-100] is here) is lent
