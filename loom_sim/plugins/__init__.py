@@ -130,6 +130,11 @@ class Registry(Generic[E]):
 
     # ── loading ──
 
+    def load(self) -> None:
+        """Import every plug-in now, once: for a process that will read the registry from a
+        busy event loop, where the imports would hold every task waiting behind them."""
+        self._load()
+
     def _load(self) -> None:
         """Import every plug-in module declared in the entry-point group, once. Importing a
         module runs its decorators; reads during that (a plug-in asking the registry while it

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import trio
 
 from loom_sim.models.hub import ModelHub
+from loom_sim.plugins.actors import ACTORS
 from loom_sim.rollout.runtime.budget import RunBudget
 from loom_sim.rollout.runtime.progress import ProgressSink
 from loom_sim.rollout.runtime.rollout import ModelSource, Rollout
@@ -81,6 +82,11 @@ async def run_cells(
     start in their order — trio schedules waiting tasks in no promised order, and a budget
     that runs out must have spent itself on the first cells, not on whichever woke first."""
     source = models or hub_models(hub)
+    # The actor kinds a rollout spawns are imported before the first rollout starts, as a
+    # one-process run's config checks import them: a worker process of the ``processes``
+    # executor first read the registry from its first rollout, and the imports (150 ms of CPU)
+    # held all of its rollouts' first turns; imported now, they are frozen with the rest.
+    ACTORS.load()
     # What exists now (modules, configs, plans) lives as long as the run: moved out of the
     # cyclic collector's way, a full collection — which runs on the event loop, inside some
     # task's step — scans only what the rollouts make (measured: the longest loop stall at
