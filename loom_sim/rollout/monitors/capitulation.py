@@ -89,8 +89,8 @@ class CapitulationCheck:
     def __init__(self, phrases: Sequence[str], *, concessions: bool = True):
         self.phrases = [p for p in phrases if p.strip()]
         self._patterns = [
-            (phrase, re.compile(r"(?<!\w)" + re.escape(normal(phrase)) + r"(?!\w)"))
-            for phrase in self.phrases
+            (phrase, re.compile(r"(?<!\w)" + escaped + r"(?!\w)"))
+            for phrase, escaped in self._normals()
         ]
         # Concessions only where phrases are: a config that forbids none asked for no check.
         self._concessions = (
@@ -98,6 +98,12 @@ class CapitulationCheck:
             if concessions and self._patterns
             else []
         )
+        # Each list as one alternation, searched first: it matches a clause exactly when one
+        # of its patterns does (a search tries every alternative at every position), and most
+        # clauses match none, so a clause costs two searches, not one per pattern (a
+        # four-sentence message took 120 µs through the 21 patterns one by one).
+        self._any_phrase = _either([normal_phrase for _, normal_phrase in self._normals()])
+        self._any_concession = _either(list(CONCESSIONS) if self._concessions else [])
 
     def __bool__(self) -> bool:
         return bool(self._patterns)
@@ -116,19 +122,37 @@ class CapitulationCheck:
 
     _last: tuple[str, tuple[str, ...]] | None = None
 
+    def _normals(self) -> list[tuple[str, str]]:
+        return [(phrase, re.escape(normal(phrase))) for phrase in self.phrases]
+
     def _found(self, text: str) -> list[str]:
+        any_phrase, any_concession = self._any_phrase, self._any_concession
         clauses = [(c, normal(c), c.rstrip().endswith("?")) for c in sentences(text)]
+        quoting = [
+            (said, asked) for _, said, asked in clauses if any_phrase and any_phrase.search(said)
+        ]
         found = [
             phrase
             for phrase, pattern in self._patterns
-            if any(not asked and _conceded(pattern, said) for _, said, asked in clauses)
+            if any(not asked and _conceded(pattern, said) for said, asked in quoting)
         ]
+        if any_concession is None:
+            return found
         for clause, said, asked in clauses:
-            if asked or any(pattern.search(said) for _, pattern in self._patterns):
+            if asked or (any_phrase and any_phrase.search(said)):
                 continue
-            if any(_conceded(pattern, said) for pattern in self._concessions):
+            if any_concession.search(said) and any(
+                _conceded(pattern, said) for pattern in self._concessions
+            ):
                 found.append(clause)
         return found
+
+
+def _either(patterns: list[str]) -> re.Pattern[str] | None:
+    """One pattern matching where any of ``patterns`` does, bounded as each is; None for none."""
+    if not patterns:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(f"(?:{p})" for p in patterns) + r")(?!\w)")
 
 
 def _conceded(pattern: re.Pattern[str], said: str) -> bool:
