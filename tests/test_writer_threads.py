@@ -1,6 +1,7 @@
 """A rollout creates its files in the writer threads, never on the event loop (each creation
 can cost a millisecond of kernel time, which hundreds of rollouts in step would pay one after
-the other on the loop); two threads of their own, apart from trio's thread cache."""
+the other on the loop); two threads of their own, apart from trio's thread cache. A worker
+process with no core to spare for them creates them on its own thread instead."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import trio.testing
 
 from loom_sim.config import LoomConfig, load_config
 from loom_sim.store import artifacts, jsonl, trace
-from loom_sim.store.writer_threads import WRITER_THREADS, in_writer_thread
+from loom_sim.store.writer_threads import WRITER_THREADS, in_writer_thread, write_inline
 from tests.harness import run_rollout
 
 
@@ -128,3 +129,62 @@ def test_a_forked_child_gets_writer_threads_of_its_own(tmp_path):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert (tmp_path / "child").read_text() == "written"
+
+
+async def test_a_process_that_writes_inline_creates_a_rollouts_files_on_its_own_thread(
+    tmp_path, mania, monkeypatch
+):
+    loop = threading.get_ident()
+    created: list[tuple[str, bool]] = []
+
+    def spy(real):
+        def wrapped(path, *args):
+            created.append((Path(path).name, threading.get_ident() == loop))
+            return real(path, *args)
+
+        return wrapped
+
+    monkeypatch.setattr(jsonl, "open_for_append", spy(jsonl.open_for_append))
+    monkeypatch.setattr(trace, "open_for_append", spy(trace.open_for_append))
+    monkeypatch.setattr(artifacts, "write_json", spy(artifacts.write_json))
+    write_inline()
+    try:
+        transcript, _ = await run_rollout(tmp_path, mania, 3)
+    finally:
+        write_inline(False)
+
+    assert transcript.status == "done" and len(transcript.turns) == 3
+    assert sorted(created) == [
+        ("trace.jsonl", True),
+        ("transcript.json", True),
+        ("turns.jsonl", True),
+    ]
+    assert len((tmp_path / "rollout_000" / "turns.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize(("threads", "inline"), [(1, True), (2, False)])
+def test_a_worker_with_one_core_of_its_own_writes_inline(monkeypatch, threads, inline):
+    # A worker's share of the cores decides: with one, a writer thread would only take turns
+    # with its event loop for the interpreter's lock.
+    from loom_sim.executors import process_worker
+    from loom_sim.store import writer_threads
+
+    seen = []
+    monkeypatch.setattr(
+        process_worker.trio, "run", lambda *a: seen.append(writer_threads._INLINE[0])
+    )
+    monkeypatch.setenv("LOOM_SIM_THREADS", "1")
+
+    class Pipe:
+        def close(self):
+            pass
+
+    job = type("Job", (), {"threads": threads})()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        process_worker.work(Pipe(), job)  # type: ignore[arg-type]
+    finally:
+        write_inline(False)
+        for sig, handler in handlers.items():  # the worker ignores both; this process must not
+            signal.signal(sig, handler)
+    assert seen == [inline]

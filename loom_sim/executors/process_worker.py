@@ -52,6 +52,7 @@ from loom_sim.rollout.runtime.budget import RunBudget
 from loom_sim.rollout.runtime.cells import Cell, run_cells
 from loom_sim.rollout.runtime.run import RunPlan
 from loom_sim.store.run_file import Budgets, read_run
+from loom_sim.store.writer_threads import write_inline
 
 __all__ = ["EXIT_ORPHANED", "CellRef", "WorkerJob", "work"]
 
@@ -91,6 +92,8 @@ def work(conn: Connection, job: WorkerJob) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if not os.environ.get(THREADS_ENV):
         os.environ[THREADS_ENV] = str(job.threads)  # the cores are shared between workers
+    # With one core of its own, a writer thread has nowhere to run but this worker's core.
+    write_inline(job.threads <= 1)
     try:
         trio.run(_serve, conn, job)
     finally:
