@@ -96,3 +96,18 @@ def test_schema_examples():
         "tags": ["t"],
         "ok": True,
     }
+
+
+def test_remembered_word_counts_are_the_counts(monkeypatch):
+    # The server remembers the counts of texts it has seen (a conversation repeats them); what
+    # it reports must be the count of the text, whether remembered or not, and after it forgets.
+    from loom_sim.testing import fake_replies
+
+    monkeypatch.setattr(fake_replies, "_COUNTED", {})
+    monkeypatch.setattr(fake_replies, "_COUNTED_MAX", 3)
+    texts = ["one two  three", "", " a\nb\tc d ", "one two  three", "x " * 50, "y", " a\nb\tc d "]
+    for round_ in range(3):
+        messages = [{"role": "user", "content": t} for t in texts[round_:]]
+        expected = sum(len(t.split()) for t in texts[round_:]) + 2
+        assert fake_replies._word_count(messages, "system prompt") == expected
+    assert len(fake_replies._COUNTED) <= 3
