@@ -19,8 +19,8 @@ others), and there a writer thread only took turns with the event loop for the i
 lock: each of its dozen system calls per rollout handed the lock back and forth, the main
 thread dropping it every time the writer came back (13,000 such hand-offs at 128 rollouts;
 512 rollouts' files took about a second of wall time at the start and end of each worker's
-share). Such a worker writes on its own thread (:func:`write_inline`): measured at 1,024
-rollouts on two workers, side by side, the efficiency went from 0.42-0.43 to 0.45-0.47.
+share). Such a worker writes on its own thread (:func:`write_inline`): 1,024 rollouts on two
+workers, two alternated rounds, read 0.43 and 0.42 with writer threads, 0.47 and 0.45 without.
 
 Why threads of their own, not trio's thread cache: the cache's threads also run the embedding
 model, and glibc gives each thread that allocates its own malloc arena. Writes taking cached

@@ -81,9 +81,9 @@ def _word_count(messages: list[dict[str, Any]], extra: str = "") -> int:
 
 
 #: Word counts of the message texts seen lately. A conversation's request repeats every earlier
-#: message, so counting them again was most of this server's CPU a request (a 5 KB request:
-#: 21 µs of splitting, against 4 µs to parse it) — CPU taken from the client under test when
-#: both share a machine (``benchmarks/bench_concurrency.py``). The counts are the same.
+#: message, and counting them again was about a fifth of this server's CPU a request (a 5 KB
+#: request: 21 µs of splitting, against 4 µs to parse it), CPU taken from the client under test
+#: when both share a machine (``benchmarks/bench_concurrency.py``). The counts are the same.
 _COUNTED: dict[str, int] = {}
 _COUNTED_MAX = 1 << 16
 

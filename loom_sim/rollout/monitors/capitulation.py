@@ -88,9 +88,10 @@ class CapitulationCheck:
 
     def __init__(self, phrases: Sequence[str], *, concessions: bool = True):
         self.phrases = [p for p in phrases if p.strip()]
+        escaped = [re.escape(normal(phrase)) for phrase in self.phrases]
         self._patterns = [
-            (phrase, re.compile(r"(?<!\w)" + escaped + r"(?!\w)"))
-            for phrase, escaped in self._normals()
+            (phrase, re.compile(r"(?<!\w)" + e + r"(?!\w)"))
+            for phrase, e in zip(self.phrases, escaped, strict=True)
         ]
         # Concessions only where phrases are: a config that forbids none asked for no check.
         self._concessions = (
@@ -102,7 +103,7 @@ class CapitulationCheck:
         # of its patterns does (a search tries every alternative at every position), and most
         # clauses match none, so a clause costs two searches, not one per pattern (a
         # four-sentence message took 120 µs through the 21 patterns one by one).
-        self._any_phrase = _either([normal_phrase for _, normal_phrase in self._normals()])
+        self._any_phrase = _either(escaped)
         self._any_concession = _either(list(CONCESSIONS) if self._concessions else [])
 
     def __bool__(self) -> bool:
@@ -121,9 +122,6 @@ class CapitulationCheck:
         return found
 
     _last: tuple[str, tuple[str, ...]] | None = None
-
-    def _normals(self) -> list[tuple[str, str]]:
-        return [(phrase, re.escape(normal(phrase))) for phrase in self.phrases]
 
     def _found(self, text: str) -> list[str]:
         any_phrase, any_concession = self._any_phrase, self._any_concession
