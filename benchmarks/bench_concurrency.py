@@ -166,7 +166,7 @@ Then the collector's young threshold at 100,000 during a run (its CPU in a 512-r
 0.4 -> 0.15 s), the actor kinds imported before the first rollout (a worker imported them,
 ~150 ms of CPU, while its rollouts' first turns waited), a worker with one core of its own
 writing its files on its own thread (a writer thread there traded the interpreter's lock with
-the loop at each of its system calls: 13,000 hand-offs at 128 rollouts), the capitulation
+the loop at each of its system calls: 15,800 waits and wakes at 128 rollouts), the capitulation
 check's clauses searched with one alternation first (121 -> 44 us a four-sentence message),
 and the fake server remembering the word counts of texts it has seen (21 us of its CPU a 5 KB
 request). 2 workers, K = 256 / 1024, median of 3, the code before (ec8804a) and after

@@ -17,10 +17,11 @@ Why not always: a thread helps only where a core is free to run it. A worker pro
 ``processes`` executor whose share of the cores is one has none (its sibling workers hold the
 others), and there a writer thread only took turns with the event loop for the interpreter's
 lock: each of its dozen system calls per rollout handed the lock back and forth, the main
-thread dropping it every time the writer came back (13,000 such hand-offs at 128 rollouts;
-512 rollouts' files took about a second of wall time at the start and end of each worker's
-share). Such a worker writes on its own thread (:func:`write_inline`): 1,024 rollouts on two
-workers, two alternated rounds, read 0.43 and 0.42 with writer threads, 0.47 and 0.45 without.
+thread dropping it every time the writer came back (traced at 128 rollouts: 15,800 waits and
+wakes on the lock, and the writer threads busy for 0.7 s at the start and 0.6 s at the end
+for 20 ms of file-system work). Such a worker writes on its own thread (:func:`write_inline`):
+1,024 rollouts on two workers, two alternated rounds, read 0.43 and 0.42 with writer threads,
+0.47 and 0.45 without.
 
 Why threads of their own, not trio's thread cache: the cache's threads also run the embedding
 model, and glibc gives each thread that allocates its own malloc arena. Writes taking cached
