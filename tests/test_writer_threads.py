@@ -26,13 +26,16 @@ def mania() -> LoomConfig:
     return load_config(Path(__file__).parent.parent / "configs" / "examples" / "mania_patient.yaml")
 
 
-async def test_a_rollouts_files_are_created_off_the_event_loop(tmp_path, mania, monkeypatch):
+@pytest.fixture
+def created(monkeypatch) -> list[tuple[str, bool]]:
+    """Each file a rollout creates or writes whole, by name, with whether the test's own thread
+    (the event loop's) did it."""
     loop = threading.get_ident()
-    created: list[tuple[str, bool]] = []
+    seen: list[tuple[str, bool]] = []
 
     def spy(real):
         def wrapped(path, *args):
-            created.append((Path(path).name, threading.get_ident() == loop))
+            seen.append((Path(path).name, threading.get_ident() == loop))
             return real(path, *args)
 
         return wrapped
@@ -40,6 +43,10 @@ async def test_a_rollouts_files_are_created_off_the_event_loop(tmp_path, mania, 
     monkeypatch.setattr(jsonl, "open_for_append", spy(jsonl.open_for_append))
     monkeypatch.setattr(trace, "open_for_append", spy(trace.open_for_append))
     monkeypatch.setattr(artifacts, "write_json", spy(artifacts.write_json))
+    return seen
+
+
+async def test_a_rollouts_files_are_created_off_the_event_loop(tmp_path, mania, created):
 
     transcript, _ = await run_rollout(tmp_path, mania, 3)
 
@@ -132,21 +139,8 @@ def test_a_forked_child_gets_writer_threads_of_its_own(tmp_path):
 
 
 async def test_a_process_that_writes_inline_creates_a_rollouts_files_on_its_own_thread(
-    tmp_path, mania, monkeypatch
+    tmp_path, mania, created
 ):
-    loop = threading.get_ident()
-    created: list[tuple[str, bool]] = []
-
-    def spy(real):
-        def wrapped(path, *args):
-            created.append((Path(path).name, threading.get_ident() == loop))
-            return real(path, *args)
-
-        return wrapped
-
-    monkeypatch.setattr(jsonl, "open_for_append", spy(jsonl.open_for_append))
-    monkeypatch.setattr(trace, "open_for_append", spy(trace.open_for_append))
-    monkeypatch.setattr(artifacts, "write_json", spy(artifacts.write_json))
     write_inline()
     try:
         transcript, _ = await run_rollout(tmp_path, mania, 3)
